@@ -14,5 +14,6 @@ from .plotting import plot_attention, plot_heads
 # chapters 2-3 exports
 
 # chapters 4-5 exports
+from .modules import MultiHeadAttention, SelfAttentionHead
 
 # chapters 6-7 exports

@@ -98,11 +98,14 @@ def read_glove_text(source: str | Path | io.BufferedIOBase, dim: int | None = No
             f"{source} is not a GloVe text file (expected lines of a word and numbers separated by "
             f"single spaces): {exc}"
         ) from None
-    vectors = frame.iloc[:, 1:].to_numpy(dtype=np.float32)
+    try:
+        vectors = frame.iloc[:, 1:].to_numpy(dtype=np.float32)
+    except ValueError:
+        vectors = None
+    if vectors is None or np.isnan(vectors).any():
+        raise GloVeDataError(f"{source} has lines with missing or non-numeric values; it may be truncated.")
     if dim is not None and vectors.shape[1] != dim:
         raise GloVeDataError(f"{source} holds {vectors.shape[1]}-dimensional vectors, not {dim}.")
-    if np.isnan(vectors).any():
-        raise GloVeDataError(f"{source} has lines with missing or non-numeric values; it may be truncated.")
     return frame.iloc[:, 0].tolist(), vectors
 
 

@@ -1,0 +1,87 @@
+"""Find the exercises of a chapter notebook by the book's exercise convention.
+
+An exercise is, in this order (see instructors.md, "Adding a chapter"):
+
+1. a markdown cell with an ``{exercise}`` directive and a ``:label:`` (``ex-chNN-name``);
+2. a markdown cell with ``{solution-start} <label>`` and ``:class: dropdown``;
+3. one or more code cells tagged ``solution``;
+4. a markdown cell with ``{solution-end}``;
+5. an untagged code cell that calls ``check.<fn>(...)``.
+
+Student editions (scripts/make_student.py) drop cells 2 and 4 and stub cells 3, so the parser also
+accepts an exercise without its gate cells. Used by make_student.py, grade.py, chapter_times.py and
+tests/test_exercises.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import nbformat
+
+SOLUTION_TAG = "solution"
+EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
+LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
+GATE_RE = re.compile(r"^(```+|:::+)\{solution-(?P<kind>start|end)\}[ \t]*(?P<label>\S*)", re.MULTILINE)
+CHECK_CALL_RE = re.compile(r"\bcheck\.\w+\(")
+LEVEL_RE = re.compile(r"\b(easy|medium|hard)\b", re.IGNORECASE)
+
+
+@dataclass
+class Exercise:
+    """One exercise: indices into ``nb.cells`` of the cells that make it up."""
+
+    label: str | None
+    title: str
+    cell: int                                                  # the {exercise} directive
+    text: str = ""                                             # the directive cell's source
+    gates: list[tuple[str, str, int]] = field(default_factory=list)  # (start|end, label, index)
+    solution_cells: list[int] = field(default_factory=list)    # code cells tagged `solution`
+    answer_cells: list[int] = field(default_factory=list)      # all code cells before the check cell
+    check_cell: int | None = None                              # the untagged cell calling check.<fn>
+
+    @property
+    def level(self) -> str | None:
+        """'easy', 'medium' or 'hard' as written in the title (the last one if several), else None."""
+        found = LEVEL_RE.findall(self.title)
+        return found[-1].lower() if found else None
+
+
+def is_solution(cell: nbformat.NotebookNode) -> bool:
+    return cell.cell_type == "code" and SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def is_gate(cell: nbformat.NotebookNode) -> bool:
+    """True for a markdown cell that opens or closes a gated solution."""
+    return cell.cell_type == "markdown" and bool(GATE_RE.search(cell.source))
+
+
+def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
+    """The exercises of ``nb`` in order. Cells before the first exercise belong to none."""
+    exercises: list[Exercise] = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and (m := EXERCISE_RE.search(cell.source)):
+            label = LABEL_RE.search(cell.source)
+            exercises.append(Exercise(label.group("label") if label else None, m.group("title").strip(), i,
+                                      cell.source))
+    ends = [ex.cell for ex in exercises[1:]] + [len(nb.cells)]
+    for ex, end in zip(exercises, ends):
+        span = range(ex.cell + 1, end)
+        for i in span:
+            cell = nb.cells[i]
+            if cell.cell_type == "markdown":
+                ex.gates += [(m.group("kind"), m.group("label"), i) for m in GATE_RE.finditer(cell.source)]
+            if is_solution(cell):
+                ex.solution_cells.append(i)
+        # The check cell comes after the solution: after the last solution-tagged cell and gate cell.
+        after = max([ex.cell, *ex.solution_cells, *(g[2] for g in ex.gates)])
+        ex.check_cell = next((i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"
+                              and CHECK_CALL_RE.search(nb.cells[i].source)), None)
+        last = ex.check_cell if ex.check_cell is not None else end
+        ex.answer_cells = [i for i in range(ex.cell + 1, last) if nb.cells[i].cell_type == "code"]
+    return exercises
+
+
+def read(path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)

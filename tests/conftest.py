@@ -1,0 +1,18 @@
+"""Shared test set-up: a non-interactive matplotlib backend and the repository root."""
+
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def glove():
+    """The shipped GloVe subset, loaded once for the whole test session."""
+    from attn_helpers import GloVe
+
+    return GloVe()
