@@ -5,8 +5,12 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
+# Tests of the built website: they run after build-strict, not with the unit tests.
+SITE_TESTS := tests/test_links.py tests/test_browser.py
+# Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
+BOOK_OUT ?= .
 
-.PHONY: help setup book test unit nbval build-strict lab refresh lint clean
+.PHONY: help setup book test unit nbval build-strict browser bench lab refresh lint clean student grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -20,19 +24,28 @@ $(STAMP): requirements.txt pyproject.toml
 setup: $(STAMP)  ## create .venv with the pinned packages (done once; redone when requirements change)
 
 book: $(STAMP)  ## execute every chapter and write the website to _build/html
-	jupyter-book build . --keep-going
-	@echo "Open _build/html/index.html in a browser."
+	$(PY) scripts/execute_cache.py --cache $(BOOK_OUT)/_build/.jupyter_cache
+	jupyter-book build . --path-output $(BOOK_OUT) --keep-going
+	@echo "Open $(BOOK_OUT)/_build/html/index.html in a browser."
 
-test: unit nbval build-strict  ## unit tests, nbval over every chapter, and a warnings-as-errors book build
+test: $(STAMP)  ## unit tests + nbval over every chapter (2 processes), strict website build, link and browser tests
+	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg -n 2 --dist loadfile -q -p no:cacheprovider $(addprefix --ignore=,$(SITE_TESTS))
+	$(MAKE) --no-print-directory build-strict browser
 
 unit: $(STAMP)  ## unit tests of attn_helpers and the book's invariants
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q $(addprefix --ignore=,$(SITE_TESTS))
 
 nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with the committed one
 	$(PY) -m pytest --nbval chapters --nbval-sanitize-with tests/sanitize.cfg -n 2 --dist loadfile -q -p no:cacheprovider
 
-build-strict: $(STAMP)  ## build the website, failing on any warning or broken reference
-	jupyter-book build . -W -n --keep-going
+build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
+	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
+
+browser: $(STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
+	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
+
+bench: $(STAMP)  ## time make test, a clean website build, a rebuild with nothing changed, and GloVe loading
+	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment
 	jupyter lab chapters/
@@ -40,8 +53,15 @@ lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment
 refresh: $(STAMP)  ## re-execute every chapter in place (after editing one) and strip volatile metadata
 	$(PY) scripts/run_chapters.py chapters/*.ipynb
 
+student: $(STAMP)  ## write student editions of every chapter (solutions replaced by stubs) to student/
+	$(PY) scripts/make_student.py chapters/*.ipynb --out student
+
+grade: $(STAMP)  ## run the self-checks on submitted notebooks: make grade SUBMISSIONS=path/to/folder
+	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [GRADES=grades.csv]"; exit 2; }
+	$(PY) scripts/grade.py "$(SUBMISSIONS)" $(if $(GRADES),--csv "$(GRADES)")
+
 lint: $(STAMP)  ## ruff over the package, tests, scripts and notebooks
-	ruff check attn_helpers tests scripts chapters
+	ruff check attn_helpers tests scripts chapters _ext
 
 clean:  ## remove the built site and caches (keeps .venv)
 	rm -rf _build .pytest_cache .ruff_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -33,6 +34,14 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return exps / torch.where(total == 0, torch.ones_like(total), total)
 
 
+def broadcastable(*shapes: tuple[int, ...]) -> bool:
+    """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
+    for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
+        if len(set(sizes) - {1}) > 1:
+            return False
+    return True
+
+
 def _check_shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
@@ -49,26 +58,22 @@ def _check_shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
             f"keys describe {k.shape[-2]} tokens but values describe {v.shape[-2]}: "
             f"every key needs exactly one value (k {tuple(k.shape)}, v {tuple(v.shape)})."
         )
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    if not broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
         raise ValueError(
             f"the leading (batch) dimensions {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and "
             f"{tuple(v.shape[:-2])} of queries, keys and values do not broadcast together."
-        ) from None
+        )
 
 
 def _mask_to_additive(mask: torch.Tensor, scores_shape: torch.Size) -> torch.Tensor:
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    try:
-        torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
+    if not broadcastable(mask.shape, scores_shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
             f"(t_q, t_k) = {tuple(scores_shape[-2:])} or 1."
-        ) from None
+        )
     if mask.dtype == torch.bool:
         zero = torch.zeros((), dtype=torch.float32)
         return torch.where(mask, zero, torch.tensor(-math.inf))

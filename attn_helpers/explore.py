@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     import ipywidgets
     import pandas as pd
 
-ODYSSEY = "I must go back to my ship and to my crew"  # Odyssey, book I (seed 004; chapters 3-6)
-ORDER = "We process and ship your order"  # the other "ship" (seed 004; chapters 3-6)
+#: Chapter 3's sentence from book I of the *Odyssey*, where "ship" is a vessel.
+ODYSSEY = "I must go back to my ship and to my crew"
+#: Chapter 3's sentence where "ship" is a verb.
+ORDER = "We process and ship your order"
 
 
 def weights_table(
@@ -105,6 +107,7 @@ class SentenceAttention:
 
     @property
     def ok(self) -> bool:
+        """True when the sentence could be embedded and ``weights`` holds its attention weights."""
         return self.weights is not None
 
     @property

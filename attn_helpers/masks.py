@@ -2,12 +2,12 @@
 
 A mask says which keys each query may look at. PyTorch uses three conventions:
 
-``"allowed"``   bool, **True = may attend**: :func:`attn_helpers.attention` and
-                ``torch.nn.functional.scaled_dot_product_attention``.
-``"blocked"``   bool, **True = blocked**: ``torch.nn.MultiheadAttention``'s ``attn_mask``
-                and ``key_padding_mask``.
-``"additive"``  float, **0 = may attend, -inf = blocked**, added to the scores before the
-                softmax; all three functions accept it.
+- ``"allowed"``: bool, **True = may attend**. Taken by :func:`attn_helpers.attention` and
+  ``torch.nn.functional.scaled_dot_product_attention``.
+- ``"blocked"``: bool, **True = blocked**. Taken by ``torch.nn.MultiheadAttention``'s
+  ``attn_mask`` and ``key_padding_mask``.
+- ``"additive"``: float, **0 = may attend, -inf = blocked**, added to the scores before the
+  softmax. All three accept it.
 
 :func:`convert_mask` turns any of them into any other.
 """
@@ -15,11 +15,11 @@ A mask says which keys each query may look at. PyTorch uses three conventions:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
-CONVENTIONS = ("allowed", "blocked", "additive")
+MASK_CONVENTIONS = ("allowed", "blocked", "additive")
 
 
 def _count(value: object, name: str, minimum: int) -> int:
@@ -77,8 +77,8 @@ def causal_mask(t_q: int, t_k: int | None = None) -> torch.Tensor:
 
 
 def _check_convention(name: object, role: str) -> str:
-    if name not in CONVENTIONS:
-        raise ValueError(f"{role} must be one of {CONVENTIONS}, got {name!r}.")
+    if name not in MASK_CONVENTIONS:
+        raise ValueError(f"{role} must be one of {MASK_CONVENTIONS}, got {name!r}.")
     return name  # type: ignore[return-value]
 
 

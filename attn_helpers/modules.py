@@ -1,9 +1,9 @@
-"""Attention as ``nn.Module``s with learned projections: one head (chapter 4), many heads (chapter 5).
+"""Attention as PyTorch modules with learned projections: one head (chapter 4), many heads (chapter 5).
 
 ``SelfAttentionHead`` maps the input to queries, keys and values with three ``nn.Linear`` layers
-and calls :func:`attn_helpers.attention`. ``MultiHeadAttention`` does the same for h heads at once
-with one fused projection per role, splits the columns into heads with ``view``/``transpose``
-(the layout of ``nn.MultiheadAttention``'s ``in_proj_weight``), and mixes the heads with ``W_o``.
+and calls ``attn_helpers.attention``. ``MultiHeadAttention`` does the same for h heads at once
+with one fused projection per role, splits the columns into heads with ``view`` and ``transpose``
+(the layout of the ``in_proj_weight`` of ``nn.MultiheadAttention``), and mixes the heads with ``W_o``.
 """
 
 from __future__ import annotations
@@ -36,10 +36,9 @@ def _check_mask(mask: torch.Tensor | None, scores_shape: tuple[int, ...]) -> Non
         return
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    try:
-        fits = torch.broadcast_shapes(mask.shape, scores_shape) == torch.Size(scores_shape)
-    except RuntimeError:
-        fits = False
+    fits = mask.dim() <= len(scores_shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape), strict=False)
+    )
     if not fits:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the attention weights' shape "
@@ -55,7 +54,7 @@ class SelfAttentionHead(nn.Module):
     ``W_q``, ``W_k`` map ``d_model`` features to ``d_k``; ``W_v`` maps them to ``d_v``
     (default ``d_k``). ``forward(x, mask)`` takes ``x`` of shape ``(..., t, d_model)`` and
     returns ``(out, weights)`` of shapes ``(..., t, d_v)`` and ``(..., t, t)``; the scores are
-    scaled by ``1/sqrt(d_k)``. ``mask`` is as in :func:`attn_helpers.attention`.
+    scaled by ``1/sqrt(d_k)``. ``mask`` is as in ``attn_helpers.attention``.
     """
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None, bias: bool = False):

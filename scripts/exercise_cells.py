@@ -8,8 +8,8 @@ An exercise is, in this order (see instructors.md, "Adding a chapter"):
 4. a markdown cell with ``{solution-end}``;
 5. an untagged code cell that calls ``check.<fn>(...)``.
 
-Student editions (scripts/make_student.py) drop cells 2 and 4 and stub cells 3, so the parser also
-accepts an exercise without its gate cells. Used by make_student.py, grade.py, chapter_times.py and
+Student editions (scripts/make_student.py) drop cells 2 and 4, stub cells 3 and tag cell 5
+``exercise-check``, so the parser also accepts an exercise without its gate cells. Used by make_student.py, grade.py, chapter_times.py and
 tests/test_exercises.py.
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 SOLUTION_TAG = "solution"
+CHECK_TAG = "exercise-check"  # student editions tag their check cells, so a moved answer cell cannot pass for one
 EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
 GATE_RE = re.compile(r"^(```+|:::+)\{solution-(?P<kind>start|end)\}[ \t]*(?P<label>\S*)", re.MULTILINE)
@@ -66,7 +67,7 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
             exercises.append(Exercise(label.group("label") if label else None, m.group("title").strip(), i,
                                       cell.source))
     ends = [ex.cell for ex in exercises[1:]] + [len(nb.cells)]
-    for ex, end in zip(exercises, ends):
+    for ex, end in zip(exercises, ends, strict=True):
         span = range(ex.cell + 1, end)
         for i in span:
             cell = nb.cells[i]
@@ -76,8 +77,10 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
                 ex.solution_cells.append(i)
         # The check cell comes after the solution: after the last solution-tagged cell and gate cell.
         after = max([ex.cell, *ex.solution_cells, *(g[2] for g in ex.gates)])
-        ex.check_cell = next((i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"
-                              and CHECK_CALL_RE.search(nb.cells[i].source)), None)
+        tagged = [i for i in span if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
+        ex.check_cell = tagged[0] if tagged else next(
+            (i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"
+             and CHECK_CALL_RE.search(nb.cells[i].source)), None)
         last = ex.check_cell if ex.check_cell is not None else end
         ex.answer_cells = [i for i in range(ex.cell + 1, last) if nb.cells[i].cell_type == "code"]
     return exercises

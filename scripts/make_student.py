@@ -14,14 +14,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from exercise_cells import CHECK_TAG, find_exercises, is_gate, is_solution, read
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
 
-from exercise_cells import find_exercises, is_gate, is_solution, read
-
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-GATE_TAG = "solution-gate"   # added to the solution-start/-end cells, which TagRemovePreprocessor then drops
-CHECK_TAG = "exercise-check"  # added to check cells, whose outputs TagRemovePreprocessor then clears
+GATE_TAG = "solution-gate"  # added to the solution-start/-end cells, which TagRemovePreprocessor then drops;
+# check cells get CHECK_TAG, and TagRemovePreprocessor clears their outputs and those of the solution cells
 
 
 class StubSolutions(Preprocessor):

@@ -5,9 +5,9 @@ import re
 
 import pytest
 import yaml
+from conftest import ROOT
 
 import attn_helpers
-from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
@@ -64,6 +64,11 @@ def test_chapter_imports_attn_helpers_and_redefines_none_of_it(path):
 def test_committed_notebook_is_executed_and_clean(path):
     nb = json.loads(path.read_text())
     cells = [c for c in code_cells(path) if "".join(c["source"]).strip()]
+    skipped = [c for c in cells if "skip-execution" in c["metadata"].get("tags", [])]
+    for cell in skipped:  # interactive-only cells: never run automatically, so they must say why
+        assert "nbval-skip" in cell["metadata"]["tags"] and "".join(cell["source"]).startswith("#")
+        assert cell["execution_count"] is None and not cell["outputs"]
+    cells = [c for c in cells if c not in skipped]
     assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1)), "run `make refresh`"
     assert not [o for c in cells for o in c["outputs"] if o["output_type"] == "error"
                 and "raises-exception" not in c["metadata"].get("tags", [])]

@@ -7,10 +7,10 @@ import zipfile
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 
 import attn_helpers as ah
 from attn_helpers import glove as glove_module
-from conftest import ROOT
 
 # GloVe 6B 50d's vector for "ship", as printed in seed 004 (Nugues 2024, chapter 15), first 8 values
 SHIP_PREFIX = [1.5213, 0.1052, 0.3816, -0.5080, 0.0324, -0.1348, -1.2474, 0.7981]

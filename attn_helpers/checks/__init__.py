@@ -6,7 +6,7 @@ and the tensors that the usual mistakes would produce, then call :func:`check_te
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import torch
 

@@ -1,0 +1,75 @@
+"""Sphinx extension for the book's API page: one section per ``attn_helpers`` module, found at build time.
+
+``api.md`` holds the marker line ``% attn-helpers-api``. When Sphinx reads that page, the marker is
+replaced by a section with an ``automodule`` (with members) for every public module of the package,
+so a module that a new chapter adds appears on the page without anyone editing it. The docstrings
+are the single source of the reference text. References to names the package re-exports, such as
+``attn_helpers.GloVe``, resolve to the module that defines them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+from sphinx.application import Sphinx
+
+PACKAGE = "attn_helpers"
+MARKER = re.compile(r"^% attn-helpers-api\b.*$", re.MULTILINE)  # the whole comment line
+
+
+def public_modules(package: str = PACKAGE) -> list[str]:
+    """Dotted names of the package's modules and subpackages, without ``_private`` ones, in name order."""
+    root = importlib.import_module(package)
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    ]
+    return sorted(names)
+
+
+def module_section(name: str) -> str:
+    """MyST Markdown for one module: a heading with its name, then autodoc of its docstring and members."""
+    # autodoc writes reStructuredText, so it runs inside eval-rst
+    return f"## `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n   :show-inheritance:\n```\n"
+
+
+def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
+    """On reading the page that holds the marker, replace it by one section per module."""
+    if not MARKER.search(source[0]):
+        return
+    names = public_modules()
+    for name in names:  # rebuild the page when a module's source changes
+        path = getattr(importlib.import_module(name), "__file__", None)
+        if path:
+            app.env.note_dependency(path)
+    sections = "\n".join(module_section(n) for n in names)
+    source[0] = MARKER.sub(lambda _: sections, source[0], count=1)
+
+
+def resolve_reexport(app: Sphinx, env, node, contnode):
+    """Resolve ``attn_helpers.X`` (a name the package re-exports) to where X is defined and documented.
+
+    Docstrings and chapters may write :class:`attn_helpers.SelfAttentionHead`, as readers import it;
+    the API page documents it as ``attn_helpers.modules.SelfAttentionHead``.
+    """
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith(PACKAGE + "."):
+        return None
+    name, _, rest = target[len(PACKAGE) + 1 :].partition(".")
+    obj = getattr(importlib.import_module(PACKAGE), name, None)
+    if obj is None or not hasattr(obj, "__qualname__") or not hasattr(obj, "__module__"):
+        return None
+    real = f"{obj.__module__}.{obj.__qualname__}" + (f".{rest}" if rest else "")
+    if real == target:
+        return None
+    domain = env.get_domain("py")
+    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], real, node, contnode)
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("source-read", insert_modules)
+    app.connect("missing-reference", resolve_reexport)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,83 @@
+"""Chapter 3's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
+
+import math
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers.checks import CheckFailed
+from attn_helpers.checks import ch03 as check
+
+
+def weights(X):
+    return torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)
+
+
+# ex-ch03-cat: the cat walks on the street
+
+def test_cat_street_accepts_reference(glove, capsys):
+    check.cat_street_weights(weights(glove.embed(check.CAT_SENTENCE)))
+    assert "✓ W: correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    (lambda X: torch.softmax(X @ X.T, dim=-1), "not scaled"),
+    (lambda X: torch.softmax(X @ X.T / 50, dim=-1), "divided by d = 50"),
+    (lambda X: torch.softmax(X @ X.T / math.sqrt(50), dim=0), "softmax over the wrong dimension"),
+    (lambda X: ah.cosine_similarity(X), "these are the cosine similarities"),
+    (lambda X: torch.softmax(ah.cosine_similarity(X), dim=-1), "softmax of cosine similarities"),
+])
+def test_cat_street_rejects_mistakes(glove, mistake, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.cat_street_weights(mistake(glove.embed(check.CAT_SENTENCE)))
+
+
+def test_cat_street_rejects_wrong_shape(glove):
+    with pytest.raises(CheckFailed, match="has shape \\(1, 6, 6\\), expected \\(6, 6\\)"):
+        check.cat_street_weights(weights(glove.embed(check.CAT_SENTENCE)).unsqueeze(0))
+
+
+# ex-ch03-predict: every vector doubled
+
+def test_doubled_ship_accepts_reference(glove, capsys):
+    check.doubled_ship_row(weights(2 * glove.embed(ah.ODYSSEY))[6])
+    assert "✓ w_ship: correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    (lambda X: weights(X)[6], "weights of the original vectors"),
+    (lambda X: torch.softmax(2 * X @ X.T / math.sqrt(50), dim=-1)[6], "doubled only one side"),
+    (lambda X: weights(2 * X)[:, 6], "you took column 6"),
+    (lambda X: torch.softmax(4 * X @ X.T, dim=-1)[6], "without the division by √d"),
+])
+def test_doubled_ship_rejects_mistakes(glove, mistake, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.doubled_ship_row(mistake(glove.embed(ah.ODYSSEY)))
+
+
+# ex-ch03-context: contextual_vector(sentence, word)
+
+def make(glove, how):
+    def contextual_vector(sentence, word):
+        tokens = ah.tokenize(sentence)
+        X = glove.embed(tokens)
+        return how(X, tokens, tokens.index(word))
+    return contextual_vector
+
+
+def test_contextual_accepts_reference(glove, capsys):
+    check.contextual_function(make(glove, lambda X, tokens, i: weights(X)[i] @ X))
+    assert capsys.readouterr().out.count("correct") == 3
+
+
+@pytest.mark.parametrize("how, hint", [
+    (lambda X, tokens, i: X[i], "GloVe vector unchanged"),
+    (lambda X, tokens, i: torch.softmax(X @ X.T, dim=-1)[i] @ X, "not scaled"),
+    (lambda X, tokens, i: (weights(X).T @ X)[i], "weights are transposed"),
+    (lambda X, tokens, i: (ah.cosine_similarity(X) @ X)[i], "cosine-weighted sums"),
+    (lambda X, tokens, i: weights(X), "you returned the weights"),
+])
+def test_contextual_rejects_mistakes(glove, how, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.contextual_function(make(glove, how))

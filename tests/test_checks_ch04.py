@@ -1,0 +1,123 @@
+"""Every chapter 4 check accepts the reference solution and rejects plausible wrong answers with a hint."""
+
+import math
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers import training
+from attn_helpers.checks import CheckFailed
+from attn_helpers.checks import ch04 as check
+
+# ---------------------------------------------------------------- ex-ch04-tied
+
+def _tied_raw():
+    X, W = check.exercise_sequence(), check.tied_weight()
+    Q = X @ W.T
+    return X, Q @ Q.T
+
+
+def test_tied_scores_accepts_solution(capsys):
+    _, raw = _tied_raw()
+    check.tied_scores(raw / 2.0)
+    out = capsys.readouterr().out
+    assert "✓ S: correct" in out and "symmetric" in out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda X, raw: raw, "forgot the scale"),
+    (lambda X, raw: raw / math.sqrt(6), "√d_model"),
+    (lambda X, raw: torch.softmax(raw / 2.0, dim=-1), "after the softmax"),
+    (lambda X, raw: X @ X.T / math.sqrt(6), "project them with W"),
+])
+def test_tied_scores_rejects_mistakes(wrong, hint):
+    X, raw = _tied_raw()
+    with pytest.raises(CheckFailed, match=hint):
+        check.tied_scores(wrong(X, raw))
+
+
+def test_tied_scores_rejects_wrong_shape():
+    with pytest.raises(CheckFailed, match="shape"):
+        check.tied_scores(torch.zeros(4, 4))
+
+
+# ---------------------------------------------------------------- ex-ch04-manual
+
+def _manual_parts():
+    head, x = check.exercise_head(), check.exercise_batch()
+    with torch.no_grad():
+        q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
+    return x, q, k, v
+
+
+def test_manual_head_accepts_solution_and_the_module_itself(capsys):
+    head, x = check.exercise_head(), check.exercise_batch()
+    out, weights = head(x)
+    check.manual_head(out, weights)
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("scale, dim, hint", [
+    (math.sqrt(6), -1, "√d_model"),
+    (math.sqrt(3), -1, "√d_v"),
+    (1.0, -1, "forgot the scale"),
+    (2.0, -2, "wrong dimension"),
+])
+def test_manual_head_rejects_wrong_weights(scale, dim, hint):
+    x, q, k, v = _manual_parts()
+    w = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=dim)
+    with pytest.raises(CheckFailed, match=hint):
+        check.manual_head(w @ v, w)
+
+
+def test_manual_head_rejects_swapped_queries_and_keys():
+    x, q, k, v = _manual_parts()
+    w = torch.softmax(k @ q.transpose(-2, -1) / 2.0, dim=-1)
+    with pytest.raises(CheckFailed, match="swapped"):
+        check.manual_head(w @ v, w)
+
+
+@pytest.mark.parametrize("make_out, hint", [
+    (lambda w, x, q, v: w.transpose(-2, -1) @ v, "transposed"),
+    (lambda w, x, q, v: w @ x, "inputs X instead of the values"),
+    (lambda w, x, q, v: w @ q, "queries instead of the values"),
+])
+def test_manual_head_rejects_wrong_outputs(make_out, hint):
+    x, q, k, v = _manual_parts()
+    w = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
+    with pytest.raises(CheckFailed, match=hint):
+        check.manual_head(make_out(w, x, q, v), w)
+
+
+# ---------------------------------------------------------------- ex-ch04-next
+
+def _trained(offset):
+    torch.manual_seed(0)
+    head = ah.SelfAttentionHead(18, 8, d_v=10)
+    training.train_copy_task(head, offset=offset, progress=False)
+    return head
+
+
+def test_next_token_head_accepts_solution(capsys):
+    check.next_token_head(_trained(1))
+    out = capsys.readouterr().out
+    assert "✓ accuracy" in out and "✓ attention" in out
+
+
+def test_next_token_head_rejects_previous_token_head():
+    with pytest.raises(CheckFailed, match="offset=1"):
+        check.next_token_head(_trained(-1))
+
+
+def test_next_token_head_rejects_untrained_head():
+    torch.manual_seed(0)
+    with pytest.raises(CheckFailed, match="train_copy_task"):
+        check.next_token_head(ah.SelfAttentionHead(18, 8, d_v=10))
+
+
+def test_next_token_head_rejects_wrong_module():
+    with pytest.raises(CheckFailed, match="d_v=10"):
+        check.next_token_head(ah.SelfAttentionHead(18, 8))
+    with pytest.raises(CheckFailed, match="SelfAttentionHead"):
+        check.next_token_head(torch.nn.Linear(18, 10))

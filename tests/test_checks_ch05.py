@@ -1,0 +1,141 @@
+"""Every chapter 5 check accepts the reference solution and rejects plausible wrong answers with a hint."""
+
+import math
+
+import pytest
+import torch
+
+from attn_helpers.checks import CheckFailed
+from attn_helpers.checks import ch05 as check
+
+# ---------------------------------------------------------------- ex-ch05-strides
+
+
+def test_transpose_strides_accepts_solution(capsys):
+    x = torch.zeros(2, 5, 3, 4)
+    check.transpose_strides(x.transpose(1, 2).stride(), x.transpose(1, 2).contiguous().stride())
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("strides_t, strides_c, hint", [
+    ((60, 12, 4, 1), (60, 20, 4, 1), "strides of x itself"),
+    ((60, 20, 4, 1), (60, 20, 4, 1), "after .contiguous()"),
+    ((60, 4, 12, 1), (60, 4, 12, 1), "copies the data"),
+    ((60, 4, 12, 1), (60, 12, 4, 1), "original shape"),
+])
+def test_transpose_strides_rejects_mistakes(strides_t, strides_c, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.transpose_strides(strides_t, strides_c)
+
+
+def test_transpose_strides_rejects_non_tuple():
+    with pytest.raises(CheckFailed, match="tuple of integers"):
+        check.transpose_strides("60, 4, 12, 1", (60, 20, 4, 1))
+
+
+# ---------------------------------------------------------------- ex-ch05-params
+
+
+def test_parameter_counts_accepts_solution(capsys):
+    check.parameter_counts(4 * 64 * 64, 4 * 8 * 64 * 64)
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("n_split, n_full, hint", [
+    (3 * 64 * 64, 4 * 8 * 64 * 64, "output projection W_o"),
+    (4 * 64 * 64 // 8, 4 * 8 * 64 * 64, "does not shrink the total"),
+    (4 * 8 * 64 * 64, 4 * 8 * 64 * 64, "full-width count"),
+    (4 * 64 * 64, 3 * 8 * 64 * 64 + 64 * 64, "h·d_model² weights"),
+    (4 * 64 * 64, 3 * 8 * 64 * 64, "left out the output projection"),
+    (4 * 64 * 64, 4 * 64 * 64, "split-head count"),
+])
+def test_parameter_counts_rejects_mistakes(n_split, n_full, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.parameter_counts(n_split, n_full)
+
+
+# ---------------------------------------------------------------- ex-ch05-split
+
+
+def split_ok(x, h):
+    b, t, hd = x.shape
+    return x.view(b, t, h, hd // h).transpose(1, 2)
+
+
+def merge_ok(x):
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d_k)
+
+
+def test_split_and_merge_accepts_solution(capsys):
+    check.split_and_merge(split_ok, merge_ok)
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("split, hint", [
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "straight as"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "wrong order"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "forgot the transpose"),
+])
+def test_split_rejects_mistakes(split, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.split_and_merge(split, merge_ok)
+
+
+@pytest.mark.parametrize("merge, hint", [
+    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "transpose\\(1, 2\\) first"),
+    (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "wrong order"),
+])
+def test_merge_rejects_mistakes(merge, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.split_and_merge(split_ok, merge)
+
+
+# ---------------------------------------------------------------- ex-ch05-forward
+
+
+def _forward(scale=None, dim=-1, transpose_split=True, merge="right", project=True):
+    mha, x = check.exercise_mha(), check.exercise_batch()
+    b, t, d = x.shape
+    h, dk = 3, 4
+    with torch.no_grad():
+        def split(y):
+            return y.view(b, t, h, dk).transpose(1, 2) if transpose_split else y.view(b, h, t, dk)
+        q, k, v = split(mha.W_q(x)), split(mha.W_k(x)), split(mha.W_v(x))
+        w = torch.softmax(q @ k.transpose(-2, -1) / (scale or math.sqrt(dk)), dim=dim)
+        heads = w @ v
+        if merge == "right":
+            merged = heads.transpose(1, 2).reshape(b, t, d)
+        elif merge == "interleaved":
+            merged = heads.permute(0, 2, 3, 1).reshape(b, t, d)
+        else:
+            merged = heads.reshape(b, t, d)
+        return (mha.W_o(merged) if project else merged), w
+
+
+def test_manual_multi_head_accepts_solution_and_module(capsys):
+    check.manual_multi_head(*_forward())
+    mha, x = check.exercise_mha(), check.exercise_batch()
+    check.manual_multi_head(*mha(x))
+    assert capsys.readouterr().out.count("correct") == 4
+
+
+@pytest.mark.parametrize("kwargs, hint", [
+    ({"scale": math.sqrt(12)}, "√d_model"),
+    ({"dim": -2}, "wrong dimension"),
+    ({"transpose_split": False}, "without the transpose"),
+    ({"scale": 1.0}, "forgot the scale"),
+])
+def test_manual_multi_head_rejects_wrong_weights(kwargs, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.manual_multi_head(*_forward(**kwargs))
+
+
+@pytest.mark.parametrize("kwargs, hint", [
+    ({"merge": "interleaved"}, "wrong order"),
+    ({"merge": "no transpose"}, "mixes tokens"),
+    ({"project": False}, "output projection W_o"),
+])
+def test_manual_multi_head_rejects_wrong_outputs(kwargs, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.manual_multi_head(*_forward(**kwargs))

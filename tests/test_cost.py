@@ -1,0 +1,198 @@
+"""Tests for attn_helpers.cost: correctness of the measurements, not speed (chapters 6-7)."""
+
+import math
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import attn_helpers as ah  # noqa: E402
+from attn_helpers.cost import (  # noqa: E402
+    TensorMemoryTracker,
+    loglog_slope,
+    loop_attention,
+    measure_memory,
+    measure_time,
+    peak_tensor_memory,
+    plot_loglog,
+    time_call,
+)
+
+# ---------------------------------------------------------------- loop_attention
+
+
+@pytest.mark.parametrize("t_q, t_k, d_k, d_v", [(1, 1, 1, 1), (5, 5, 4, 4), (3, 7, 6, 2)])
+def test_loop_attention_equals_book_attention(t_q, t_k, d_k, d_v):
+    gen = torch.Generator().manual_seed(t_q * 100 + t_k)
+    q, k, v = torch.randn(t_q, d_k, generator=gen), torch.randn(t_k, d_k, generator=gen), torch.randn(t_k, d_v, generator=gen)
+    out, w = loop_attention(q, k, v)
+    ref_out, ref_w = ah.attention(q, k, v)
+    assert out.shape == (t_q, d_v) and w.shape == (t_q, t_k) and out.dtype == q.dtype
+    assert torch.allclose(out, ref_out, atol=1e-5) and torch.allclose(w, ref_w, atol=1e-6)
+
+
+def test_loop_attention_scale_and_large_scores():
+    q = torch.tensor([[100.0, 0.0]])
+    k = torch.tensor([[100.0, 0.0], [0.0, 100.0]])
+    v = torch.tensor([[1.0], [2.0]])
+    out, w = loop_attention(q, k, v, scale=1.0)  # scores 1e4 and 0: must not overflow
+    assert torch.allclose(w, torch.tensor([[1.0, 0.0]])) and torch.allclose(out, torch.tensor([[1.0]]))
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2, 1)), ValueError, "must be 2-D"),
+    ((torch.randn(2, 3), torch.randn(4, 5), torch.randn(4, 2)), ValueError, "same d_k"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(5, 2)), ValueError, "same number of tokens"),
+    (([[1.0]], torch.randn(1, 1), torch.randn(1, 1)), TypeError, "must be a torch.Tensor"),
+    ((torch.ones(2, 2, dtype=torch.int64), torch.randn(1, 2), torch.randn(1, 1)), TypeError, "floating-point"),
+])
+def test_loop_attention_rejects_bad_input(args, error, message):
+    with pytest.raises(error, match=message):
+        loop_attention(*args)
+
+
+# ---------------------------------------------------------------- time_call
+
+
+def test_time_call_returns_best_run_and_respects_budget():
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.01)
+
+    seconds = time_call(slow, repeats=3, budget=10.0)
+    assert len(calls) == 4 and 0.009 <= seconds < 1.0  # one warm-up plus three runs
+    calls.clear()
+    time_call(slow, repeats=50, budget=0.0, warmup=False)
+    assert len(calls) == 1  # the budget is spent after the first timed run
+
+
+@pytest.mark.parametrize("repeats", [0, -1, 1.5, True])
+def test_time_call_rejects_bad_repeats(repeats):
+    with pytest.raises(ValueError, match="repeats must be a positive int"):
+        time_call(lambda: None, repeats=repeats)
+
+
+# ---------------------------------------------------------------- TensorMemoryTracker
+
+
+def test_tracker_counts_new_tensors_and_frees():
+    x = torch.zeros(1000)  # 4000 bytes, created before: not counted
+    with TensorMemoryTracker() as m:
+        a = x + 1          # 4000 new bytes
+        b = a * 2          # 4000 more: peak 8000
+        del a              # freed
+        c = b[:10]         # a view of b: no new memory
+        d = x.view(10, 100)  # a view of a tensor from before: not counted
+    assert m.peak == 8000 and m.largest == 4000
+    assert m.live == 4000  # only b is still alive
+    del b, c, d
+
+
+def test_peak_tensor_memory_sees_the_t_by_t_matrix_only_without_fusion():
+    t = 256
+    q, k, v = (torch.randn(1, 1, t, 32) for _ in range(3))
+    with sdpa_kernel(SDPBackend.MATH):
+        math_peak = peak_tensor_memory(F.scaled_dot_product_attention, q, k, v)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        flash_peak = peak_tensor_memory(F.scaled_dot_product_attention, q, k, v)
+    book_peak = peak_tensor_memory(ah.attention, q, k, v)
+    tt = 4 * t * t
+    assert 2 * tt <= math_peak < 3 * tt
+    assert 3 * tt <= book_peak < 4 * tt
+    assert flash_peak == 4 * t * 32 + 4 * t  # the output and one logsumexp per query
+
+
+# ---------------------------------------------------------------- measure_time / measure_memory
+
+
+def test_measure_time_table_and_loop_cut_off():
+    before = torch.get_num_threads()
+    table = measure_time([4, 8, 16], d=4, loop_limit=1e-9)
+    assert list(table.columns) == ["book", "sdpa", "loop"] and list(table.index) == [4, 8, 16]
+    assert (table[["book", "sdpa"]] > 0).all().all()
+    assert table["loop"].iloc[0] > 0 and table["loop"].iloc[1:].isna().all()  # predicted over the limit
+    assert torch.get_num_threads() == before
+    table = measure_time([4, 8], d=4, loop_limit=100.0, threads=None)
+    assert table["loop"].notna().all()
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ([], "non-empty list"),
+    ([8, 4], "increasing"),
+    ([4, 4], "increasing"),
+    ([0, 4], "positive ints"),
+    ([4.0], "positive ints"),
+])
+def test_measure_rejects_bad_sizes(sizes, message):
+    with pytest.raises(ValueError, match=message):
+        measure_time(sizes)
+    with pytest.raises(ValueError, match=message):
+        measure_memory(sizes)
+
+
+def test_measure_time_rejects_bad_threads():
+    with pytest.raises(ValueError, match="threads must be a positive int or None"):
+        measure_time([4], threads=0)
+
+
+def test_measure_memory_is_exact_and_deterministic():
+    table = measure_memory([16, 64], d=8)
+    assert list(table.columns) == ["book", "sdpa", "weights"]
+    assert table.loc[64, "weights"] == 4 * 64 * 64
+    assert table.loc[64, "sdpa"] == 4 * 64 * 8 + 4 * 64
+    assert table.equals(measure_memory([16, 64], d=8))
+
+
+# ---------------------------------------------------------------- loglog_slope
+
+
+@pytest.mark.parametrize("power", [0.5, 1.0, 2.0, 3.0])
+def test_loglog_slope_recovers_exponent(power):
+    t = np.array([16, 32, 64, 128, 256])
+    assert math.isclose(loglog_slope(t, 3.0 * t ** power), power, abs_tol=1e-9)
+
+
+def test_loglog_slope_min_t_and_nan():
+    t = [1, 2, 4, 8, 16]
+    y = [5.0, 5.0, 16.0, 64.0, float("nan")]  # flat, then t², then not measured
+    assert loglog_slope(t, y) < 1.9  # the flat start pulls the slope down
+    assert math.isclose(loglog_slope(t, y, min_t=4), 2.0, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("t, y, min_t, message", [
+    ([1, 2], [1.0], 0, "same length"),
+    ([1, 2, 4], [1.0, 0.0, 4.0], 0, "positive t and y"),
+    ([1, 2, 4], [1.0, 2.0, 4.0], 4, "two or more different t"),
+    ([1, 2], [float("nan"), 1.0], 0, "two or more different t"),
+])
+def test_loglog_slope_rejects_bad_input(t, y, min_t, message):
+    with pytest.raises(ValueError, match=message):
+        loglog_slope(t, y, min_t=min_t)
+
+
+# ---------------------------------------------------------------- plot_loglog
+
+
+def test_plot_loglog_draws_one_line_per_column_on_log_axes():
+    table = pd.DataFrame({"t": [16, 32, 64], "a": [1.0, 4.0, 16.0], "b": [1.0, 2.0, float("nan")]}).set_index("t")
+    ax = plot_loglog(table, "seconds", "a title")
+    assert len(ax.lines) == 2 and len(ax.lines[1].get_xdata()) == 2  # NaN dropped
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_title() == "a title" and ax.get_ylabel() == "seconds" and "sequence length" in ax.get_xlabel()
+    plt.close("all")
+
+
+def test_plot_loglog_rejects_empty():
+    with pytest.raises(ValueError, match="non-empty DataFrame"):
+        plot_loglog(pd.DataFrame(), "y", "t")

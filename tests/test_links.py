@@ -1,0 +1,122 @@
+"""Internal link check of the built website: every internal href and src resolves to a file, and every
+#fragment to an element with that id on the target page. External links are not followed (offline)."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from built_site import SITE, html_pages, require_site, toc_pages
+
+LINK_ATTRIBUTES = {"href", "src", "poster", "data"}
+EXTERNAL_SCHEMES = {"http", "https", "mailto", "javascript", "data", "tel", "ftp"}
+
+
+class PageParser(HTMLParser):
+    """Collects the ids (and anchor names) a page defines and the URLs it links to, with line numbers."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[tuple[int, str, str]] = []  # (line, tag, url)
+        self.refresh: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v for k, v in attrs if v is not None}
+        if "id" in values:
+            self.ids.add(values["id"])
+        if tag == "a" and "name" in values:
+            self.ids.add(values["name"])
+        if tag == "meta" and values.get("http-equiv", "").lower() == "refresh":
+            self.refresh = values.get("content", "").partition("url=")[2].strip() or None
+        if tag == "meta":
+            return
+        for name in LINK_ATTRIBUTES & values.keys():
+            self.links.append((self.getpos()[0], tag, values[name]))
+
+
+@cache
+def parse(page: PurePosixPath) -> PageParser:
+    parser = PageParser()
+    parser.feed((SITE / page).read_text(encoding="utf-8"))
+    parser.close()
+    return parser
+
+
+def is_internal(url: str) -> bool:
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc and url.strip() != ""
+
+
+def broken_links(page: PurePosixPath) -> list[str]:
+    """Human-readable problems with the internal links of ``page`` (a path relative to the site)."""
+    parser = parse(page)
+    urls = [(line, tag, url) for line, tag, url in parser.links]
+    if parser.refresh:
+        urls.append((0, "meta refresh", parser.refresh))
+    problems = []
+    for line, tag, url in urls:
+        parts = urlsplit(url)
+        if parts.scheme in EXTERNAL_SCHEMES or parts.netloc:
+            continue
+        if not is_internal(url):
+            problems.append(f"line {line}: <{tag}> has an empty or odd URL {url!r}")
+            continue
+        target = PurePosixPath(page.parent, unquote(parts.path)) if parts.path else page
+        resolved = (SITE / target).resolve()
+        if not resolved.is_relative_to(SITE.resolve()):
+            problems.append(f"line {line}: <{tag}> {url!r} points outside the site")
+            continue
+        if resolved.is_dir():
+            resolved = resolved / "index.html"
+        if not resolved.is_file():
+            problems.append(f"line {line}: <{tag}> {url!r}: no file {resolved.relative_to(SITE.resolve())}")
+            continue
+        fragment = unquote(parts.fragment)
+        if fragment and resolved.suffix == ".html":
+            ids = parse(PurePosixPath(resolved.relative_to(SITE.resolve()).as_posix())).ids
+            if fragment not in ids:
+                problems.append(f"line {line}: <{tag}> {url!r}: {resolved.name} has no element with id {fragment!r}")
+    return problems
+
+
+PAGES = [PurePosixPath(p.as_posix()) for p in html_pages()]
+
+
+def test_site_has_every_page_of_the_toc():
+    site = require_site()
+    missing = [p for p in toc_pages() if not (site / p).is_file()]
+    assert not missing, f"pages of _toc.yml missing from the built site: {missing}"
+    assert len(PAGES) >= len(toc_pages())
+
+
+@pytest.mark.parametrize("page", PAGES or [PurePosixPath("intro.html")], ids=str)
+def test_internal_links_resolve(page: PurePosixPath):
+    require_site()
+    problems = broken_links(page)
+    assert not problems, f"{page} has broken internal links:\n" + "\n".join(problems)
+
+
+def test_link_checker_catches_a_missing_file_and_a_missing_anchor(tmp_path: Path, monkeypatch):
+    """The checker itself: a good link passes, a missing file and a missing #id are both reported."""
+    this_module = sys.modules[__name__]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.html").write_text(
+        '<a href="sub/b.html#here">ok</a> <a href="sub/b.html#gone">bad id</a> '
+        '<img src="nothing.png"> <a href="https://example.org/x">external</a> <a href="#top" id="top">self</a>'
+    )
+    (tmp_path / "sub" / "b.html").write_text('<h1 id="here">B</h1><a href="../a.html">back</a>')
+    monkeypatch.setattr(this_module, "SITE", tmp_path)
+    parse.cache_clear()
+    try:
+        problems = broken_links(PurePosixPath("a.html"))
+        assert len(problems) == 2, problems
+        assert "no element with id 'gone'" in problems[0]
+        assert "no file nothing.png" in problems[1]
+        assert broken_links(PurePosixPath("sub/b.html")) == []
+    finally:
+        parse.cache_clear()
