@@ -28,7 +28,8 @@ book: $(STAMP)  ## execute every chapter and write the website to _build/html
 	jupyter-book build . --path-output $(BOOK_OUT) --keep-going
 	@echo "Open $(BOOK_OUT)/_build/html/index.html in a browser."
 
-test: $(STAMP)  ## unit tests + nbval over every chapter (2 processes), strict website build, link and browser tests
+test: $(STAMP)  ## lint, unit tests + nbval over every chapter (2 processes), strict website build, link and browser tests
+	ruff check attn_helpers tests scripts chapters _ext
 	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg -n 2 --dist loadfile -q -p no:cacheprovider $(addprefix --ignore=,$(SITE_TESTS))
 	$(MAKE) --no-print-directory build-strict browser
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import yaml
+from book_toc import toc_files
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
@@ -28,20 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
     """The .ipynb files listed in _toc.yml, in order."""
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                yield node["file"]
-            for key, value in node.items():
-                if key != "file":
-                    yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"], *walk({k: v for k, v in toc.items() if k != "root"})]
-    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").is_file()]
+    return [root / f"{f}.ipynb" for f in toc_files(root) if (root / f"{f}.ipynb").is_file()]
 
 
 def execute(path: Path, timeout: int) -> tuple[Path, nbformat.NotebookNode, float, str | None]:

@@ -7,12 +7,15 @@ Without a built site they skip, or fail when $CI is set (CI must build before it
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from book_toc import toc_files  # noqa: E402
+
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
 ASSET_DIRS = ("_static", "_sources", "_images")
 
@@ -39,17 +42,4 @@ def html_pages(site: Path = SITE) -> list[Path]:
 
 def toc_pages(root: Path = ROOT) -> list[str]:
     """The pages of _toc.yml in reading order, as site paths such as ``chapters/01_weighted_average.html``."""
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                yield node["file"]
-            for key, value in node.items():
-                if key != "file":
-                    yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"], *walk({k: v for k, v in toc.items() if k != "root"})]
-    return [f"{Path(f).with_suffix('')}.html" for f in files]
+    return [f"{Path(f).with_suffix('')}.html" for f in toc_files(root)]

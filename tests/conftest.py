@@ -1,5 +1,6 @@
-"""Shared test set-up: a non-interactive matplotlib backend and the repository root."""
+"""Shared test set-up: a non-interactive matplotlib backend, the repository root, scripts/ importable."""
 
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -8,6 +9,7 @@ import pytest
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 @pytest.fixture(scope="session")

@@ -4,27 +4,12 @@ import json
 import re
 
 import pytest
-import yaml
+from book_toc import toc_files
 from conftest import ROOT
 
 import attn_helpers
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-
-
-def toc_files():
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                yield node["file"]
-            for value in node.values():
-                yield from walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from walk(item)
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [toc["root"], *walk({k: v for k, v in toc.items() if k != "root"})]
 
 
 def code_cells(path):
