@@ -10,6 +10,7 @@ from .attention import attention, softmax
 from .download import download_glove
 from .glove import GloVe, GloVeDataError, OutOfVocabularyError, cosine_similarity, tokenize
 from .plotting import plot_attention, plot_heads
+from .tables import table
 
 # chapters 2-3 exports
 from .explore import (

@@ -19,11 +19,11 @@ from .attention import attention, softmax
 from .glove import GloVe, OutOfVocabularyError, tokenize
 from .plotting import plot_attention
 from .scaling import entropy, plot_temperature
+from .tables import Table, table
 from .validate import as_float_tensor
 
 if TYPE_CHECKING:
     import ipywidgets
-    import pandas as pd
 
 #: Chapter 3's sentence from book I of the *Odyssey*, where "ship" is a vessel.
 ODYSSEY = "I must go back to my ship and to my crew"
@@ -33,10 +33,11 @@ ORDER = "We process and ship your order"
 
 def weights_table(
     weights: torch.Tensor, tokens: Sequence[str], key_tokens: Sequence[str] | None = None, decimals: int = 2
-) -> pd.DataFrame:
-    """A ``(t_q, t_k)`` weight (or similarity) matrix as a pandas DataFrame rounded to ``decimals`` (chapter 3).
+) -> Table:
+    """A ``(t_q, t_k)`` weight (or similarity) matrix as a table rounded to ``decimals`` (chapter 3).
 
-    Rows are labelled with ``tokens`` (queries), columns with ``key_tokens`` (default: the same).
+    Rows are labelled with ``tokens`` (queries, in a first column headed "query"), columns with
+    ``key_tokens`` (default: the same). The DataFrame itself is the result's ``.frame``.
     """
     import pandas as pd
 
@@ -49,7 +50,8 @@ def weights_table(
             f"{len(tokens)} row labels and {len(key_tokens)} column labels for a matrix of shape "
             f"{tuple(w.shape)}; give one label per row and per column."
         )
-    return pd.DataFrame(w.detach().cpu().double().numpy(), index=list(tokens), columns=list(key_tokens)).round(decimals)
+    frame = pd.DataFrame(w.detach().cpu().double().numpy(), index=list(tokens), columns=list(key_tokens))
+    return table(frame.round(decimals), "query")
 
 
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -76,13 +76,13 @@ def close_figures():
 def test_attention_tables_match_the_published_ones(glove, sentence, published):
     result = ah.attend_sentence(sentence, glove)
     assert result.ok
-    assert ah.weights_table(result.weights, result.tokens).to_numpy().tolist() == parse(published)
+    assert ah.weights_table(result.weights, result.tokens).frame.to_numpy().tolist() == parse(published)
 
 
 @pytest.mark.parametrize("sentence, published", [(ah.ODYSSEY, ODYSSEY_COSINES), (ah.ORDER, ORDER_COSINES)])
 def test_cosine_tables_match_the_published_ones(glove, sentence, published):
     C = ah.cosine_similarity(glove.embed(sentence))
-    assert ah.weights_table(C, ah.tokenize(sentence)).to_numpy().tolist() == parse(published)
+    assert ah.weights_table(C, ah.tokenize(sentence)).frame.to_numpy().tolist() == parse(published)
 
 
 def test_ship_rows_to_four_decimals(glove):
@@ -96,10 +96,14 @@ def test_ship_rows_to_four_decimals(glove):
 # weights_table
 
 def test_weights_table_labels_and_rounds():
-    table = ah.weights_table(torch.tensor([[0.123, 0.877], [0.5, 0.5]]), ["a", "b"], ["x", "y"], decimals=1)
+    shown = ah.weights_table(torch.tensor([[0.123, 0.877], [0.5, 0.5]]), ["a", "b"], ["x", "y"], decimals=1)
+    table = shown.frame
     assert isinstance(table, pd.DataFrame)
     assert list(table.index) == ["a", "b"] and list(table.columns) == ["x", "y"]
     assert table.to_numpy().tolist() == [[0.1, 0.9], [0.5, 0.5]]
+    # shown with the queries as a named first column: no empty header cell for screen readers
+    assert "<th></th>" not in shown._repr_html_() and "<th>query</th>" in shown._repr_html_()
+    assert repr(shown).split()[:3] == ["query", "x", "y"]
 
 
 def test_weights_table_rejects_bad_input():
