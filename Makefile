@@ -10,7 +10,7 @@ SITE_TESTS := tests/test_links.py tests/test_browser.py
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
 
-.PHONY: help setup book test unit nbval build-strict browser bench lab refresh lint clean student grade
+.PHONY: help setup lock book test unit nbval build-strict browser bench lab refresh lint clean student grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -22,6 +22,15 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv with the pinned packages (done once; redone when requirements change)
+
+# pip-compile runs in its own small environment, so the book's stays exactly the lock. The sed: a local
+# CPU wheel reports torch 2.13.0+cpu; PyPI's has no such label, and ==2.13.0 matches both.
+LOCK_VENV := .venv-lock
+lock:  ## regenerate requirements.txt, the complete lock, from requirements.in with pip-tools' pip-compile
+	test -x $(LOCK_VENV)/bin/pip-compile || { python3 -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install --quiet pip-tools==7.6.2; }
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --allow-unsafe --strip-extras \
+		--no-emit-find-links --no-emit-index-url --no-emit-trusted-host -o requirements.txt requirements.in
+	sed -i -E 's/^(torch==[0-9.]+)\+cpu$$/\1/' requirements.txt
 
 book: $(STAMP)  ## execute every chapter and write the website to _build/html
 	$(PY) scripts/execute_cache.py --cache $(BOOK_OUT)/_build/.jupyter_cache

@@ -15,6 +15,7 @@ import os
 import re
 import zipfile
 from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,18 @@ class GloVeDataError(RuntimeError):
 
 
 def data_dir() -> Path:
-    """The folder with the shipped data: ``$ATTN_HELPERS_DATA`` if set, else the repository's ``data/``."""
+    """The folder with the shipped data: ``$ATTN_HELPERS_DATA`` if set, else the package's ``attn_helpers.data``.
+
+    In a checkout (and an editable install) that is the repository's ``data/``; an installed wheel
+    carries the same files inside the package.
+    """
     env = os.environ.get("ATTN_HELPERS_DATA")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "data"
+    if env:
+        return Path(env)
+    try:
+        return Path(str(resources.files("attn_helpers.data")))
+    except ModuleNotFoundError:  # a checkout used without installing: the data beside the package
+        return Path(__file__).resolve().parent.parent / "data"
 
 
 def sha256_of(path: Path) -> str:

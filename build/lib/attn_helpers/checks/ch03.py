@@ -1,0 +1,74 @@
+"""Self-checks for chapter 3's exercises (see ``attn_helpers.checks``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+
+import torch
+
+from ..explore import ODYSSEY
+from ..glove import GloVe, cosine_similarity
+from . import CheckFailed, check_tensor
+
+CAT_SENTENCE = "the cat walks on the street"  # seed 000's sentence, exercise ex-ch03-cat
+
+
+@lru_cache(maxsize=1)
+def _glove() -> GloVe:
+    return GloVe()
+
+
+def _weights(X: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(X @ X.T / math.sqrt(X.shape[-1]), dim=-1)  # (t, t)
+
+
+def cat_street_weights(W: torch.Tensor) -> None:
+    """Exercise ex-ch03-cat: the (6, 6) self-attention weights of "the cat walks on the street"."""
+    X = _glove().embed(CAT_SENTENCE)  # (6, 50)
+    scores = X @ X.T
+    C = cosine_similarity(X)
+    check_tensor(W, _weights(X), "W", {
+        "the scores are not scaled: divide X Xᵀ by √d = √50 before the softmax.": torch.softmax(scores, dim=-1),
+        "you divided by d = 50; the scale is √d = √50.": torch.softmax(scores / 50, dim=-1),
+        "softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1.":
+            torch.softmax(scores / math.sqrt(50), dim=0),
+        "these are the cosine similarities; self-attention uses the scaled dot products X Xᵀ / √d and a softmax.": C,
+        "you took the softmax of cosine similarities; use the dot products X Xᵀ / √d instead.":
+            torch.softmax(C, dim=-1),
+    })
+
+
+def doubled_ship_row(w: torch.Tensor) -> None:
+    """Exercise ex-ch03-predict: the weights of "ship" (row 6, shape (11,)) when every vector is doubled."""
+    X = _glove().embed(ODYSSEY)  # (11, 50)
+    W2 = _weights(2 * X)
+    check_tensor(w, W2[6], "w_ship", {
+        "these are the weights of the original vectors; double X first (X2 = 2 * X).": _weights(X)[6],
+        "you doubled only one side of the product; with Q = K = 2X the scores grow four times.":
+            torch.softmax(2 * X @ X.T / math.sqrt(50), dim=-1)[6],
+        "you took column 6; the weights of 'ship' as a query are row 6 of W.": W2[:, 6],
+        "these are the weights of the doubled vectors without the division by √d; keep the scale.":
+            torch.softmax(4 * X @ X.T, dim=-1)[6],
+    })
+
+
+def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
+    """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first occurrence."""
+    glove = _glove()
+    # "i" first: there the unscaled weights are not one-hot, so "not scaled" and "unchanged" differ
+    for sentence, word in ((ODYSSEY, "i"), ("We process and ship your order", "ship"), (CAT_SENTENCE, "street")):
+        i = sentence.lower().split().index(word)
+        X = glove.embed(sentence)  # (t, 50)
+        W = _weights(X)
+        answer = fn(sentence, word)
+        if isinstance(answer, torch.Tensor) and answer.shape == W.shape:
+            raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector W[i] @ X.")
+        check_tensor(answer, W[i] @ X, f"contextual vector of {word!r} in {sentence!r}", {
+            "this is the word's GloVe vector unchanged; mix it with the others: W[i] @ X.": X[i],
+            "the scores are not scaled: divide X Xᵀ by √d before the softmax.": torch.softmax(X @ X.T, dim=-1)[i] @ X,
+            "the weights are transposed: output i is Σ_j W[i, j] x_j, row i of W @ X, not of W.T @ X.": (W.T @ X)[i],
+            "these are the cosine-weighted sums of the section without softmax; use softmax(X Xᵀ / √d).":
+                (cosine_similarity(X) @ X)[i],
+        })

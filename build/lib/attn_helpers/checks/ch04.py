@@ -1,0 +1,112 @@
+"""Self-checks for chapter 4's exercises (see ``attn_helpers.checks``)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..modules import SelfAttentionHead
+from ..training import copy_task_accuracy, copy_task_batch
+from . import CheckFailed, check_tensor
+
+
+def exercise_sequence() -> torch.Tensor:
+    """The sequence of exercise ex-ch04-tied: X of shape (t, d_model) = (5, 6)."""
+    return torch.randn(5, 6, generator=torch.Generator().manual_seed(401))
+
+
+def tied_weight() -> torch.Tensor:
+    """The weight W (d_k, d_model) = (4, 6) shared by queries and keys in exercise ex-ch04-tied."""
+    return torch.randn(4, 6, generator=torch.Generator().manual_seed(402)) / math.sqrt(6)
+
+
+def tied_scores(answer: torch.Tensor) -> None:
+    """Exercise ex-ch04-tied: the scaled scores S = Q Kᵀ / √d_k, shape (5, 5), with Q = K = X Wᵀ."""
+    X, W = exercise_sequence(), tied_weight()
+    Q = X @ W.T  # (t, d_k); the keys are the same
+    raw = Q @ Q.T  # (t, t)
+    expected = raw / math.sqrt(W.shape[0])
+    check_tensor(answer, expected, "S", {
+        "you forgot the scale: divide the dot products by √d_k = 2.": raw,
+        "you divided by √d_model = √6; the scale uses the width of the queries and keys, d_k = 4.":
+            raw / math.sqrt(X.shape[1]),
+        "this is after the softmax; the exercise asks for the scores before it.":
+            torch.softmax(expected, dim=-1),
+        "these are the scores of the raw inputs, X Xᵀ/√d; project them with W first (Q = X Wᵀ).":
+            X @ X.T / math.sqrt(X.shape[1]),
+    })
+    if torch.allclose(answer.detach(), answer.detach().T, atol=1e-5):
+        print("✓ S is symmetric, as predicted: q_i·k_j = x_iᵀ WᵀW x_j = q_j·k_i when W_q = W_k")
+
+
+def exercise_head() -> SelfAttentionHead:
+    """The head of exercise ex-ch04-manual: d_model=6, d_k=4, d_v=3, seeded."""
+    gen = torch.Generator().manual_seed(403)
+    head = SelfAttentionHead(6, 4, d_v=3)
+    with torch.no_grad():
+        for lin in (head.W_q, head.W_k, head.W_v):
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen))
+    return head
+
+
+def exercise_batch() -> torch.Tensor:
+    """The input of exercise ex-ch04-manual: (b, t, d_model) = (2, 5, 6)."""
+    return torch.randn(2, 5, 6, generator=torch.Generator().manual_seed(404))
+
+
+def manual_head(out: torch.Tensor, weights: torch.Tensor) -> None:
+    """Exercise ex-ch04-manual: the head's output (2, 5, 3) and weights (2, 5, 5), computed by hand."""
+    head, x = exercise_head(), exercise_batch()
+    with torch.no_grad():
+        q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
+    raw = q @ k.transpose(-2, -1)  # (b, t, t)
+    expected_w = torch.softmax(raw / 2.0, dim=-1)  # √d_k = 2
+    check_tensor(weights, expected_w, "weights", {
+        "you divided by √d_model = √6; the scale is √d_k = 2, the width of the queries and keys.":
+            torch.softmax(raw / math.sqrt(6), dim=-1),
+        "you divided by √d_v = √3; the scale is √d_k = 2, the width of the queries and keys.":
+            torch.softmax(raw / math.sqrt(3), dim=-1),
+        "you forgot the scale: divide the scores by √d_k = 2 before the softmax.": torch.softmax(raw, dim=-1),
+        "softmax over the wrong dimension: each query's row must sum to 1, so use dim=-1.":
+            torch.softmax(raw / 2.0, dim=-2),
+        "queries and keys are swapped: the scores are Q Kᵀ, row i for query i.":
+            torch.softmax(raw.transpose(-2, -1) / 2.0, dim=-1),
+    })
+    check_tensor(out, expected_w @ v, "out", {
+        "the weights are transposed: out = weights @ V.": expected_w.transpose(-2, -1) @ v,
+        "you averaged the inputs X instead of the values V = X W_vᵀ.": expected_w @ x,
+        "you averaged the queries instead of the values V = X W_vᵀ.": expected_w @ q,
+    })
+
+
+def next_token_head(head: nn.Module) -> None:
+    """Exercise ex-ch04-next: a SelfAttentionHead(18, 8, d_v=10) trained to copy the NEXT token."""
+    if not isinstance(head, SelfAttentionHead) or (head.d_model, head.d_v) != (18, 10):
+        raise CheckFailed(
+            "head should be ah.SelfAttentionHead(10 + 8, d_k, d_v=10): 10 token features plus 8 "
+            "position features in, one score per token of the vocabulary out."
+        )
+    accuracy = copy_task_accuracy(head, offset=1)
+    if accuracy < 0.99:
+        if copy_task_accuracy(head, offset=-1) > 0.9:
+            raise CheckFailed(
+                f"the head copies the previous token (its next-token accuracy is {accuracy:.1%}). "
+                f"Hint: train it with offset=1, not the default offset=-1."
+            )
+        raise CheckFailed(
+            f"the head copies the next token right only {accuracy:.1%} of the time (need 99%). "
+            f"Hint: did you train it with train_copy_task(head, offset=1)? Try more steps."
+        )
+    print(f"✓ accuracy: correct ({accuracy:.1%} of next tokens copied)")
+    x, _, _ = copy_task_batch(200, offset=1, generator=torch.Generator().manual_seed(405))
+    with torch.no_grad():
+        _, weights = head(x)  # (b, t, t)
+    hits = (weights[:, :-1].argmax(-1) == torch.arange(1, 8)).float().mean()
+    if hits < 0.99:
+        raise CheckFailed(
+            f"the head gets the answer right but its strongest weight falls on the next token only "
+            f"{float(hits):.1%} of the time. Hint: check that you passed the trained head."
+        )
+    print("✓ attention: correct (every token's strongest weight is on the token after it)")

@@ -1,0 +1,129 @@
+"""Self-checks for chapter 5's exercises (see ``attn_helpers.checks``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ..modules import MultiHeadAttention
+from . import CheckFailed, check_tensor, check_value
+
+
+def _as_float(strides: object, name: str) -> torch.Tensor:
+    if not isinstance(strides, (tuple, list)) or not all(isinstance(s, int) for s in strides):
+        raise CheckFailed(f"{name} should be a tuple of integers, like the one x.stride() returns.")
+    return torch.tensor(strides, dtype=torch.float32)
+
+
+def transpose_strides(strides_t: tuple[int, ...], strides_c: tuple[int, ...]) -> None:
+    """Exercise ex-ch05-strides: x = torch.zeros(2, 5, 3, 4); strides of x.transpose(1, 2) and of its .contiguous()."""
+    check_tensor(_as_float(strides_t, "strides_t"), torch.tensor([60.0, 4, 12, 1]), "strides_t", {
+        "these are the strides of x itself; transpose swaps the strides of dimensions 1 and 2.":
+            torch.tensor([60.0, 12, 4, 1]),
+        "these are the strides after .contiguous(); transpose moves no data, it only swaps two strides.":
+            torch.tensor([60.0, 20, 4, 1]),
+    })
+    check_tensor(_as_float(strides_c, "strides_c"), torch.tensor([60.0, 20, 4, 1]), "strides_c", {
+        ".contiguous() copies the data into row-major order, so the strides change: recompute them "
+        "for the new shape (2, 3, 5, 4).": torch.tensor([60.0, 4, 12, 1]),
+        "these are the strides of the original shape (2, 5, 3, 4); the copy has shape (2, 3, 5, 4).":
+            torch.tensor([60.0, 12, 4, 1]),
+    })
+
+
+def parameter_counts(n_split: int, n_full: int) -> None:
+    """Exercise ex-ch05-params: parameters of d_model=64, h=8 with split heads and with full-width heads (no bias)."""
+    d, h = 64, 8
+    check_value(n_split, 4 * d * d, "n_split", {
+        "you left out the output projection W_o: it adds another d_model² weights.": 3 * d * d,
+        "splitting does not shrink the total: the h heads of width d/h together are d_model wide, so "
+        "each of W_q, W_k, W_v, W_o stays d_model × d_model.": 4 * d * d / h,
+        "that is the full-width count; split heads have d_k = d_model / h = 8.": 4 * h * d * d,
+    }, atol=0.5)
+    check_value(n_full, 4 * h * d * d, "n_full", {
+        "W_o of full-width heads maps h·d_model = 512 features back to d_model: it has h·d_model² weights, "
+        "not d_model².": 3 * h * d * d + d * d,
+        "you left out the output projection W_o (h·d_model → d_model).": 3 * h * d * d,
+        "that is the split-head count; full-width heads are each d_model = 64 wide.": 4 * d * d,
+    }, atol=0.5)
+
+
+def _split_input() -> torch.Tensor:
+    return torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(501))  # (b, t, h·d_k), h = 3
+
+
+def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
+    """Exercise ex-ch05-split: split_heads(x, h) (b, t, h·d_k) -> (b, h, t, d_k); merge_heads the inverse."""
+    x, h = _split_input(), 3
+    b, t, hk = x.shape
+    expected = x.view(b, t, h, hk // h).transpose(1, 2)  # (b, h, t, d_k)
+    split = split_heads(x.clone(), h)
+    check_tensor(split, expected, "split_heads(x, 3)", {
+        "you viewed (b, t, h·d_k) straight as (b, h, t, d_k): view to (b, t, h, d_k) first, then transpose(1, 2).":
+            x.reshape(b, h, t, hk // h),
+        "the features are split in the wrong order: head i takes the consecutive columns i·d_k:(i+1)·d_k, "
+        "so view as (b, t, h, d_k), not (b, t, d_k, h).": x.view(b, t, hk // h, h).permute(0, 3, 1, 2),
+        "you forgot the transpose: the result should be (b, h, t, d_k) with heads before tokens.":
+            x.view(b, t, h, hk // h),
+    })
+    merged = merge_heads(expected.clone())
+    check_tensor(merged, x, "merge_heads(split)", {
+        "you reshaped (b, h, t, d_k) straight to (b, t, h·d_k): transpose(1, 2) first, so the heads of one "
+        "token sit next to each other.": expected.reshape(b, t, hk),
+        "the heads are concatenated in the wrong order: the features of head 0 come first, then head 1, ….":
+            expected.permute(0, 2, 3, 1).reshape(b, t, hk),
+    })
+
+
+def exercise_mha() -> MultiHeadAttention:
+    """The module of exercise ex-ch05-forward: MultiHeadAttention(12, 3), seeded weights."""
+    gen = torch.Generator().manual_seed(502)
+    mha = MultiHeadAttention(12, 3)
+    with torch.no_grad():
+        for lin in (mha.W_q, mha.W_k, mha.W_v, mha.W_o):
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) / math.sqrt(12) * 2)
+    return mha
+
+
+def exercise_batch() -> torch.Tensor:
+    """The input of exercise ex-ch05-forward: (b, t, d_model) = (2, 5, 12)."""
+    return torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(503))
+
+
+def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
+    """Exercise ex-ch05-forward: out (2, 5, 12) and weights (2, 3, 5, 5) of exercise_mha() on exercise_batch()."""
+    mha, x = exercise_mha(), exercise_batch()
+    b, t, d = x.shape
+    h, dk = 3, 4
+    with torch.no_grad():
+        q, k, v = (lin(x) for lin in (mha.W_q, mha.W_k, mha.W_v))  # (b, t, d)
+
+        def split(y: torch.Tensor) -> torch.Tensor:
+            return y.view(b, t, h, dk).transpose(1, 2)  # (b, h, t, d_k)
+
+        raw = split(q) @ split(k).transpose(-2, -1)  # (b, h, t, t)
+        w = torch.softmax(raw / math.sqrt(dk), dim=-1)
+        no_transpose = [y.reshape(b, h, t, dk) for y in (q, k, v)]
+        w_no_transpose = torch.softmax(no_transpose[0] @ no_transpose[1].transpose(-2, -1) / 2.0, dim=-1)
+        heads = w @ split(v)  # (b, h, t, d_k)
+        merged = heads.transpose(1, 2).reshape(b, t, d)
+        expected_out = mha.W_o(merged)
+        interleaved = mha.W_o(heads.permute(0, 2, 3, 1).reshape(b, t, d))
+        unmerged = mha.W_o(heads.reshape(b, t, d))
+    check_tensor(weights, w, "weights", {
+        "you scaled by √d_model = √12; each head's scores are scaled by √d_k = √(d_model / h) = 2.":
+            torch.softmax(raw / math.sqrt(d), dim=-1),
+        "softmax over the wrong dimension: each query's row must sum to 1, so use dim=-1.":
+            torch.softmax(raw / 2.0, dim=-2),
+        "you viewed (b, t, h·d_k) straight as (b, h, t, d_k) without the transpose, which mixes tokens "
+        "and heads: view to (b, t, h, d_k), then transpose(1, 2).": w_no_transpose,
+        "you forgot the scale: divide each head's scores by √d_k = 2.": torch.softmax(raw, dim=-1),
+    })
+    check_tensor(out, expected_out, "out", {
+        "the heads are merged in the wrong order: transpose(1, 2) back to (b, t, h, d_k), then view as "
+        "(b, t, h·d_k), so head 0's features come first.": interleaved,
+        "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without transpose(1, 2), which mixes tokens.": unmerged,
+        "you forgot the output projection W_o.": merged,
+    })

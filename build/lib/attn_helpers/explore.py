@@ -1,0 +1,183 @@
+"""Explorers for local Jupyter (chapters 2 and 3), and the plain functions behind them.
+
+The widgets (``temperature_slider``, ``sentence_explorer``) only wire ipywidgets to plain
+functions (``temperature_weights``, ``attend_sentence``, ``draw_sentence``) that work, and are
+tested, without a browser. ipywidgets is imported only when a widget is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import matplotlib.pyplot as plt
+import torch
+
+from .attention import attention, softmax
+from .glove import GloVe, OutOfVocabularyError, tokenize
+from .plotting import plot_attention
+from .scaling import entropy, plot_temperature
+from .tables import Table, table
+from .validate import as_float_tensor
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+#: Chapter 3's sentence from book I of the *Odyssey*, where "ship" is a vessel.
+ODYSSEY = "I must go back to my ship and to my crew"
+#: Chapter 3's sentence where "ship" is a verb.
+ORDER = "We process and ship your order"
+
+
+def weights_table(
+    weights: torch.Tensor, tokens: Sequence[str], key_tokens: Sequence[str] | None = None, decimals: int = 2
+) -> Table:
+    """A ``(t_q, t_k)`` weight (or similarity) matrix as a table rounded to ``decimals`` (chapter 3).
+
+    Rows are labelled with ``tokens`` (queries, in a first column headed "query"), columns with
+    ``key_tokens`` (default: the same). The DataFrame itself is the result's ``.frame``.
+    """
+    import pandas as pd
+
+    w = as_float_tensor(weights, "weights", min_dim=2)
+    if w.dim() != 2:
+        raise ValueError(f"weights_table shows one (t_q, t_k) matrix; got shape {tuple(w.shape)}. Pick one, e.g. W[0].")
+    key_tokens = tokens if key_tokens is None else key_tokens
+    if len(tokens) != w.shape[0] or len(key_tokens) != w.shape[1]:
+        raise ValueError(
+            f"{len(tokens)} row labels and {len(key_tokens)} column labels for a matrix of shape "
+            f"{tuple(w.shape)}; give one label per row and per column."
+        )
+    frame = pd.DataFrame(w.detach().cpu().double().numpy(), index=list(tokens), columns=list(key_tokens))
+    return table(frame.round(decimals), "query")
+
+
+def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``softmax(scores / temperature)`` along the last dimension (chapter 2). Shape in = shape out."""
+    s = as_float_tensor(scores, "scores")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
+        math.isfinite(temperature) and temperature > 0
+    ):
+        raise ValueError(
+            f"temperature must be a positive finite number, got {temperature!r}; "
+            f"small values sharpen the weights, large values flatten them."
+        )
+    return softmax(s / temperature, dim=-1)
+
+
+def _redraw(out: ipywidgets.Output, draw) -> None:
+    with out:
+        out.clear_output(wait=True)
+        draw()
+        plt.show()
+
+
+def temperature_slider(scores: torch.Tensor, labels: Sequence[str], value: float = 1.0) -> ipywidgets.VBox:
+    """A slider for the temperature T (0.1 to 10) that redraws ``softmax(scores / T)`` as bars (chapter 2).
+
+    ``scores`` has shape ``(t,)``; ``labels`` names the keys. Display the returned widget in Jupyter.
+    """
+    import ipywidgets as widgets
+
+    temperature_weights(scores, value)  # validates scores and value before any widget exists
+    if scores.dim() != 1 or len(labels) != scores.shape[0]:
+        raise ValueError(f"need scores of shape (t,) and t labels; got {tuple(scores.shape)} and {len(labels)} labels.")
+    slider = widgets.FloatLogSlider(value=value, base=10, min=-1, max=1, step=0.05, description="T",
+                                    continuous_update=False, readout_format=".2f")
+    out = widgets.Output()
+
+    def draw() -> None:
+        T = float(slider.value)
+        H = float(entropy(temperature_weights(scores, T)))
+        plot_temperature(scores, [T], labels, title=f"softmax(scores / T) at T = {T:.2f}: entropy {H:.2f} nats")
+
+    slider.observe(lambda _change: _redraw(out, draw), names="value")
+    _redraw(out, draw)
+    return widgets.VBox([slider, out])
+
+
+@dataclass(frozen=True)
+class SentenceAttention:
+    """What :func:`attend_sentence` found: the tokens, the ``(t, t)`` weights, or the problems that stopped it."""
+
+    sentence: str
+    tokens: list[str]
+    weights: torch.Tensor | None = None  # (t, t), or None when the sentence could not be embedded
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the sentence could be embedded and ``weights`` holds its attention weights."""
+        return self.weights is not None
+
+    @property
+    def message(self) -> str:
+        """The problems as one text for the reader ("" when there are none)."""
+        return "\n".join(self.problems)
+
+
+def attend_sentence(sentence: str, glove: GloVe, max_tokens: int = 20) -> SentenceAttention:
+    """Self-attention weights ``softmax(X Xᵀ / √d)`` of a sentence's GloVe vectors X ``(t, d)`` (chapter 3).
+
+    Never raises for the reader's text: an empty or too long sentence, or words that are not
+    in GloVe's vocabulary (each reported with GloVe's suggestion), come back as ``problems``
+    with ``weights=None``. This is the logic behind :func:`sentence_explorer`.
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a string, got {type(sentence).__name__}.")
+    if not isinstance(glove, GloVe):
+        raise TypeError(f"glove must be an attn_helpers.GloVe, got {type(glove).__name__}; load it with GloVe().")
+    tokens = tokenize(sentence)
+    if not tokens:
+        return SentenceAttention(sentence, tokens, problems=["Type a sentence: there are no words to attend to yet."])
+    if len(tokens) > max_tokens:
+        return SentenceAttention(sentence, tokens, problems=[
+            f"The sentence has {len(tokens)} tokens; keep it to {max_tokens} or fewer so the heatmap stays readable."
+        ])
+    problems = []
+    for token in dict.fromkeys(tokens):  # each unknown word once, in order
+        try:
+            glove[token]
+        except OutOfVocabularyError as err:
+            problems.append(f"Out of vocabulary: {err}")
+    if problems:
+        return SentenceAttention(sentence, tokens, problems=problems)
+    X = glove.embed(tokens)  # (t, d)
+    _, W = attention(X, X, X)  # (t, t), scores divided by √d
+    return SentenceAttention(sentence, tokens, weights=W)
+
+
+def draw_sentence(result: SentenceAttention, ax: plt.Axes | None = None) -> plt.Axes:
+    """Heatmap of the weights in ``result`` (from :func:`attend_sentence`); returns the Axes (chapter 3)."""
+    if not isinstance(result, SentenceAttention):
+        raise TypeError(f"draw_sentence takes the result of attend_sentence, got {type(result).__name__}.")
+    if not result.ok:
+        raise ValueError(f"Nothing to draw for {result.sentence!r}: {result.message}")
+    return plot_attention(result.weights, result.tokens, ax=ax, title=f"Self-attention in “{result.sentence}”")
+
+
+def sentence_explorer(glove: GloVe, sentence: str = ODYSSEY) -> ipywidgets.VBox:
+    """A text box whose sentence is drawn as a self-attention heatmap when you press Enter (chapter 3).
+
+    Words outside the vocabulary are listed with suggestions instead of raising.
+    Display the returned widget in Jupyter.
+    """
+    import ipywidgets as widgets
+
+    attend_sentence(sentence, glove)  # validates the arguments before any widget exists
+    box = widgets.Text(value=sentence, description="Sentence:", continuous_update=False,
+                       layout=widgets.Layout(width="95%"))
+    out = widgets.Output()
+
+    def draw() -> None:
+        result = attend_sentence(box.value, glove)
+        if result.ok:
+            draw_sentence(result)
+        else:
+            print(result.message)
+
+    box.observe(lambda _change: _redraw(out, draw), names="value")
+    _redraw(out, draw)
+    return widgets.VBox([box, out])
