@@ -1,7 +1,6 @@
 """attn_helpers.glove: the shipped subset, torchtext's interface, the text loader and its error messages."""
 
 import shutil
-import time
 import zipfile
 
 import numpy as np
@@ -38,13 +37,6 @@ def test_every_listed_chapter_word_is_shipped(glove):
     lines = (ROOT / "data" / "chapter_words.txt").read_text().splitlines()
     words = [w for line in lines if not line.startswith("#") for w in line.split()]
     assert words and all(w in glove for w in words)
-
-
-def test_subset_loads_fast():
-    ah.GloVe()  # warm the file cache
-    start = time.perf_counter()
-    ah.GloVe()
-    assert time.perf_counter() - start < 0.1
 
 
 def test_odyssey_attention_matches_the_published_numbers(glove):
