@@ -16,22 +16,31 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Subtracts the maximum of each slice before ``exp``, so large scores cannot overflow.
     Entries equal to ``-inf`` (masked positions) get weight 0; a slice that is entirely
     ``-inf`` has nothing to attend to and gets all zeros instead of NaN.
-    Takes and returns a tensor of any shape.
+    Takes and returns a tensor of any shape (a 0-d tensor is one slice of one score).
     """
-    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
-        as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
-    if torch.isnan(x).any() or (x == math.inf).any():
+    dim = _check_softmax_input(x, dim)
+    if x.numel() == 0:
+        return x.clone()
+    row_max = x.amax(dim=dim, keepdim=True)  # NaN and +inf show up here: amax propagates them
+    if bool((torch.isnan(row_max) | (row_max == math.inf)).any()):
         raise ValueError(
             "softmax input contains NaN or +inf; only -inf (a masked position) is allowed. "
             "Check the scores for an overflow before calling softmax."
         )
-    if not -x.dim() <= dim < max(x.dim(), 1):
+    exps = torch.exp(x - row_max.nan_to_num(neginf=0.0))  # a fully masked slice: exp(-inf) = 0
+    # Each sum is at least 1 (the maximum contributes exp(0)), except for a fully masked slice, whose
+    # sum is 0: dividing that one by 1 instead keeps its weights all zero rather than 0/0 = NaN.
+    return exps / exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
+
+
+def _check_softmax_input(x: torch.Tensor, dim: int) -> int:
+    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
+        as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+        raise TypeError(f"dim must be an integer such as -1 (the last dimension), got {dim!r}.")
+    if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
         raise ValueError(f"dim={dim} is out of range for an input of shape {tuple(x.shape)}.")
-    row_max = x.amax(dim=dim, keepdim=True)
-    row_max = torch.where(torch.isinf(row_max), torch.zeros_like(row_max), row_max)
-    exps = torch.exp(x - row_max)
-    total = exps.sum(dim=dim, keepdim=True)
-    return exps / torch.where(total == 0, torch.ones_like(total), total)
+    return int(dim)
 
 
 def broadcastable(*shapes: tuple[int, ...]) -> bool:

@@ -37,6 +37,26 @@ def test_softmax_rejects_bad_input(bad, message):
 def test_softmax_rejects_bad_dim():
     with pytest.raises(ValueError, match="dim=2 is out of range"):
         ah.softmax(torch.zeros(2, 2), dim=2)
+    for bad in ("last", 1.0, True, None):
+        with pytest.raises(TypeError, match="dim must be an integer"):
+            ah.softmax(torch.zeros(2, 2), dim=bad)
+
+
+def test_softmax_takes_numpy_dims_and_any_shape_as_promised():
+    import numpy as np
+
+    x = torch.randn(3, 4)
+    assert torch.allclose(ah.softmax(x, dim=np.int64(0)), torch.softmax(x, dim=0))
+    assert torch.equal(ah.softmax(torch.tensor(3.0)), torch.tensor(1.0))  # one slice of one score
+    assert ah.softmax(torch.empty(0, 3)).shape == (0, 3)                  # nothing to normalise
+    assert torch.equal(ah.softmax(torch.full((2, 3), -math.inf)), torch.zeros(2, 3))
+
+
+def test_softmax_keeps_gradients():
+    x = torch.randn(2, 5, requires_grad=True)
+    jac = torch.autograd.functional.jacobian(ah.softmax, x[0].detach())
+    w = torch.softmax(x[0].detach(), dim=-1)
+    assert torch.allclose(jac, torch.diag(w) - torch.outer(w, w), atol=1e-6)
 
 
 def test_toy_example_of_chapter_1():
