@@ -22,7 +22,7 @@ def minus_1e9_row(answer: object) -> None:
         "all zeros is what the book's attention gives for a row blocked with -inf (or a bool mask); "
         "-1e9 is finite, so the softmax still spreads the weight over the blocked keys.": torch.zeros(4),
         "adding the same number to every score leaves a softmax unchanged in exact arithmetic, but "
-        "in float32 numbers near 1e9 are 64 apart, so 2.0 - 1e9 rounds to -1e9 like all the others.":
+        "these scores are float32: look at what 2.0 - 1e9 becomes (torch.tensor(2.0) - 1e9).":
             torch.softmax(PREDICT_SCORES, dim=0),
         "these are the masked scores; the exercise asks for the weights after the softmax.":
             PREDICT_SCORES - 1e9,
