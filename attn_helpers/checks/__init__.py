@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -125,21 +126,12 @@ class Op:
     outputs: list[tuple[int, ...]]  # shapes of the floating-point tensors it returned
 
 
-class Watch(TorchDispatchMode):
-    """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran.
+class _OpRecorder(TorchDispatchMode):
+    """Records every ATen operator that runs, below autograd (so ``x.softmax`` shows up as ``_softmax``)."""
 
-    ``w.ops`` lists every PyTorch operator (:class:`Op`), seen below autograd, so ``torch.softmax``,
-    ``F.softmax``, ``x.softmax`` and ``nn.Softmax`` all show up as ``_softmax``. ``w.called`` holds
-    the ``__qualname__`` of each of ``functions`` (Python functions, such as ``ah.attention``) that
-    ran, however the learner reached it.
-    """
-
-    def __init__(self, functions: Iterable[Callable] = ()) -> None:
+    def __init__(self) -> None:
         super().__init__()
         self.ops: list[Op] = []
-        self.called: set[str] = set()
-        self._codes = {_code_of(f): f.__qualname__ for f in functions}
-        self._previous: object = None
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -154,6 +146,41 @@ class Watch(TorchDispatchMode):
         self.ops.append(Op(func.overloadpacket.__name__, inputs, outputs))
         return out
 
+
+class _FunctionRecorder(TorchFunctionMode):
+    """Records the name of every torch function and Tensor method called (``scaled_dot_product_attention``, …)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+class Watch:
+    """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran.
+
+    ``w.ops`` lists every PyTorch operator (:class:`Op`), ``w.functions`` the names of the torch
+    functions and Tensor methods called, and ``w.called`` the ``__qualname__`` of each of
+    ``functions`` (Python functions such as ``ah.attention``) that ran, however the learner reached it.
+    """
+
+    def __init__(self, functions: Iterable[Callable] = ()) -> None:
+        self.called: set[str] = set()
+        self._codes = {_code_of(f): f.__qualname__ for f in functions}
+        self._ops, self._functions = _OpRecorder(), _FunctionRecorder()
+        self._previous: object = None
+
+    @property
+    def ops(self) -> list[Op]:
+        return self._ops.ops
+
+    @property
+    def functions(self) -> list[str]:
+        return self._functions.names
+
     def _profile(self, frame, event, arg):  # noqa: ANN001
         if event == "call" and frame.f_code in self._codes:
             self.called.add(self._codes[frame.f_code])
@@ -163,24 +190,28 @@ class Watch(TorchDispatchMode):
     def __enter__(self) -> Watch:
         self._previous = sys.getprofile()
         sys.setprofile(self._profile)
-        return super().__enter__()
+        self._functions.__enter__()
+        self._ops.__enter__()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            super().__exit__(*exc)
+            self._ops.__exit__(*exc)
+            self._functions.__exit__(*exc)
         finally:
             sys.setprofile(self._previous)
 
     def used(self, *fragments: str) -> bool:
-        """True if an operator whose name contains one of ``fragments`` ran (e.g. ``"softmax"``)."""
-        return any(f in op.name for op in self.ops for f in fragments)
+        """True if a torch function or operator whose name contains one of ``fragments`` ran."""
+        names = self.functions + [op.name for op in self.ops]
+        return any(f in name for name in names for f in fragments)
 
     def used_softmax(self) -> bool:
-        """True if any softmax, log_softmax or softmin ran (PyTorch's, by any route)."""
-        return self.used("softmax")
+        """True if PyTorch's softmax, log_softmax or softmin ran, by any route."""
+        return self.used("softmax", "softmin")
 
     def used_fused_attention(self) -> bool:
-        """True if ``F.scaled_dot_product_attention`` or a fused multi-head kernel ran."""
+        """True if ``F.scaled_dot_product_attention`` or ``F.multi_head_attention_forward`` ran."""
         return self.used("scaled_dot_product", "multi_head_attention")
 
 

@@ -105,8 +105,8 @@ EXTREME_SCORES = torch.tensor([
 def _extreme_data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(609)
     t_q, t_k = EXTREME_SCORES.shape
-    q = torch.cat([4 * torch.eye(t_q), torch.zeros(t_q, 13)], dim=1)  # (t_q, d_k = 16)
-    q[:, t_q:] = torch.randint(-3, 4, (t_q, 16 - t_q), generator=gen).float()  # meets zeros in k
+    q = torch.randint(-3, 4, (t_q, 16), generator=gen).float()  # (t_q, d_k = 16)
+    q[:, :t_q] = 4 * torch.eye(t_q)  # the other columns meet zeros in k
     k = torch.cat([EXTREME_SCORES.T, torch.zeros(t_k, 16 - t_q)], dim=1)  # (t_k, d_k)
     v = torch.randn(t_k, 5, generator=gen)  # (t_k, d_v)
     return q, k, v
@@ -149,7 +149,8 @@ def _score_products(watch: Watch, t_q: int, d_k: int, block: int) -> int:
 
 def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    block: int) -> object:
-    """``fn(q, k, v, block)``, refused if it calls attention for you or holds more than a block of scores."""
+    """``fn(q, k, v, block)``, refused if it calls attention for you, holds more than a block of scores,
+    overflows, or scores the keys more than once."""
     (t_q, d_k), t_k = q.shape, k.shape[0]
     args = q.clone(), k.clone(), v.clone()
     with torch.no_grad(), Watch([attention]) as watch:
@@ -175,6 +176,12 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
                 "softmax row by row). Hint: loop over blocks of keys and keep a running maximum, sum and "
                 "output per query, so that only a block of scores exists at a time."
             )
+    if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and not torch.isfinite(answer).all():
+        raise CheckFailed(
+            "the output contains NaN or inf (this test's scores reach ±1000). Hint: exp(1000) overflows and "
+            "exp(-1000) is 0, so each query must subtract its own maximum so far, updated block by block, and "
+            "rescale the running sum and output by exp(old max − new max) when it grows."
+        )
     if _score_products(watch, t_q, d_k, block) > math.ceil(t_k / block):
         raise CheckFailed(
             "the function computes each block's scores more than once (for example a first pass over all "
@@ -184,28 +191,23 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
     return answer
 
 
-def blockwise_function(fn: Callable[..., torch.Tensor]) -> None:
-    """Exercise ex-ch06-blockwise: ``fn(q, k, v, block)`` equals attention's output with online softmax,
-    holding one block of scores at a time."""
-    q, k, v = _blockwise_data()
-    expected = attention(q, k, v)[0]  # (t_q, d_v)
-    for block in (4, k.shape[0]):
-        check_tensor(_run_blockwise(fn, q, k, v, block), expected, f"output with block={block}", {
-            "the scores are not scaled: multiply q kᵀ by 1/√d_k, as attention does.": attention(q, k, v, scale=1.0)[0],
-            "when the running maximum grows, rescale the running sum and the running output by "
-            "exp(old max − new max) before adding the new block.": _blockwise_without_rescale(q, k, v, block),
-            "divide the accumulated output by the running sum at the end.":
-                expected * _unnormalised_factor(q, k),
-        })
-    q, k, v = _extreme_data()
-    answer = _run_blockwise(fn, q, k, v, 4)
-    if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and not torch.isfinite(answer).all():
-        raise CheckFailed(
-            "with scores near ±1000 the output contains NaN or inf. Hint: exp(1000) overflows and exp(-1000) "
-            "is 0, so each query must subtract its own maximum so far, updated block by block, and rescale "
-            "the running sum and output by exp(old max − new max) when it grows."
-        )
-    check_tensor(answer, attention(q, k, v)[0], "output with scores near ±1000", {
+def _mistakes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int) -> dict[str, torch.Tensor]:
+    return {
+        "the scores are not scaled: multiply q kᵀ by 1/√d_k, as attention does.": attention(q, k, v, scale=1.0)[0],
         "when the running maximum grows, rescale the running sum and the running output by "
-        "exp(old max − new max) before adding the new block.": _blockwise_without_rescale(q, k, v, 4),
-    })
+        "exp(old max − new max) before adding the new block.": _blockwise_without_rescale(q, k, v, block),
+        "divide the accumulated output by the running sum at the end.":
+            attention(q, k, v)[0] * _unnormalised_factor(q, k),
+    }
+
+
+def blockwise_function(fn: Callable[..., torch.Tensor]) -> None:
+    """Exercise ex-ch06-blockwise: ``fn(q, k, v, block)`` equals attention's output, computed in one pass
+    over blocks of keys with a running maximum (online softmax), one block of scores at a time."""
+    q, k, v = _extreme_data()  # first, so that an overflow is named before anything else
+    check_tensor(_run_blockwise(fn, q, k, v, 4), attention(q, k, v)[0], "output with scores near ±1000",
+                 _mistakes(q, k, v, 4))
+    q, k, v = _blockwise_data()
+    for block in (4, k.shape[0]):
+        check_tensor(_run_blockwise(fn, q, k, v, block), attention(q, k, v)[0], f"output with block={block}",
+                     _mistakes(q, k, v, block))
