@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -39,6 +40,18 @@ def test_transpose_strides_rejects_non_tuple():
 def test_parameter_counts_accepts_solution(capsys):
     check.parameter_counts(4 * 64 * 64, 4 * 8 * 64 * 64)
     assert capsys.readouterr().out.count("correct") == 2
+
+
+def test_parameter_counts_accepts_numpy_and_torch_integers(capsys):
+    check.parameter_counts(np.int64(16384), torch.tensor(131072))
+    check.parameter_counts(np.float64(16384.0), 131072.0)
+    assert capsys.readouterr().out.count("correct") == 4
+
+
+@pytest.mark.parametrize("n_split, n_full", [(16385, 131072), (16384, 131071)])
+def test_parameter_counts_must_be_exact(n_split, n_full):
+    with pytest.raises(CheckFailed, match="is not right"):
+        check.parameter_counts(n_split, n_full)
 
 
 @pytest.mark.parametrize("n_split, n_full, hint", [
