@@ -68,8 +68,9 @@ def decoding_mask(answer: object) -> None:
     """Exercise ex-ch07-decode: bool (3, 7); the 3 queries are the last 3 of 7 positions."""
     expected = torch.ones(T_Q, T_K, dtype=torch.bool).tril(diagonal=T_K - T_Q)
     _bool_mask(answer, expected, "decode_mask", {
-        "the triangle starts at the top left, as is_causal=True does: but these queries are positions "
-        "4, 5, 6, so query 0 may attend keys 0…4. Shift the diagonal by t_k - t_q.":
+        "the triangle starts at the top left, as is_causal=True does, but these queries are the last "
+        "three positions, not the first three: which keys may the first of them attend? tril takes a "
+        "diagonal argument.":
             torch.ones(T_Q, T_K, dtype=torch.bool).tril(),
         "True must mean 'may attend'; this mask is inverted.": ~expected,
         "the triangle is the wrong way round: each query looks back, so use tril, not triu.":
