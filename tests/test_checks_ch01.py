@@ -2,7 +2,10 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+import attn_helpers as ah
+from attn_helpers.attention import attention as imported_attention
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch01 as check
 
@@ -65,6 +68,35 @@ def test_function_accepts_reference(capsys):
 def test_function_rejects_mistakes(fn, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.self_attention_function(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda X: ah.attention(X, X, X, scale=1.0),  # the exact answer, through the forbidden helper
+    lambda X: imported_attention(X, X, X, scale=1.0),  # imported under its own name
+    lambda X: ah.attention(X, X, X),  # the scaled version
+    lambda X: (ah.attention(X, X, X, scale=1.0)[0], torch.softmax(X @ X.T, dim=-1)),  # only Y from the helper
+])
+def test_function_rejects_calling_ah_attention(fn):
+    with pytest.raises(CheckFailed, match="calls ah.attention"):
+        check.self_attention_function(fn)
+
+
+def test_function_rejects_fused_attention():
+    def fused(X):
+        W = torch.softmax(X @ X.T, dim=-1)
+        return F.scaled_dot_product_attention(X[None], X[None], X[None], scale=1.0)[0], W
+
+    with pytest.raises(CheckFailed, match="scaled_dot_product_attention"):
+        check.self_attention_function(fused)
+
+
+def test_function_may_use_torch_softmax_and_ah_softmax(capsys):
+    def with_ah_softmax(X):
+        W = ah.softmax(X @ X.T, dim=-1)
+        return W @ X, W
+
+    check.self_attention_function(with_ah_softmax)
+    assert capsys.readouterr().out.count("correct") == 2
 
 
 def test_function_that_changes_its_input_in_place_is_rejected():

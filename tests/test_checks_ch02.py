@@ -2,9 +2,12 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
+import attn_helpers as ah
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch02 as check
 
@@ -98,6 +101,32 @@ def test_stable_softmax_rejects_mistakes(fn, hint):
         check.stable_softmax_function(fn)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x, dim=-1: torch.softmax(x, dim=dim),
+    lambda x, dim=-1: F.softmax(x, dim=dim),
+    lambda x, dim=-1: x.softmax(dim),
+    lambda x, dim=-1: torch.nn.Softmax(dim=dim)(x),
+    lambda x, dim=-1: torch.exp(F.log_softmax(x, dim=dim)),
+    lambda x, dim=-1: torch.special.softmax(x, dim),
+])
+def test_stable_softmax_rejects_pytorchs_softmax(fn):
+    with pytest.raises(CheckFailed, match="calls PyTorch's softmax"):
+        check.stable_softmax_function(fn)
+
+
+def test_stable_softmax_rejects_ah_softmax():
+    with pytest.raises(CheckFailed, match="calls ah.softmax"):
+        check.stable_softmax_function(lambda x, dim=-1: ah.softmax(x, dim=dim))
+
+
+def test_stable_softmax_accepts_other_stable_forms(capsys):
+    def with_logsumexp(x, dim=-1):
+        return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True))
+
+    check.stable_softmax_function(with_logsumexp)
+    assert capsys.readouterr().out.count("correct") == 4
+
+
 # ex-ch02-spread: keys with standard deviation 2
 
 def reference_spread():
@@ -119,10 +148,27 @@ def test_spread_accepts_reference(capsys):
     assert "✓ scale: correct" in out and "✓ measured_var: correct" in out
 
 
+def test_spread_accepts_other_correct_measurements(capsys):
+    scale, _ = reference_spread()
+    Q, K = check.spread_keys()
+    scores = (Q * K).sum(dim=-1) * scale
+    measurements = [
+        np.float32(scores.var()),  # a NumPy scalar
+        scores.var(),  # a 0-d tensor
+        float(torch.einsum("nd,nd->n", Q, K).var()) * scale ** 2,  # Var(c·s) = c²·Var(s)
+        float(np.var(scores.numpy())),  # NumPy's population variance (divides by n, not n - 1)
+        float((Q @ K.T).diagonal().mul(scale).var()),
+    ]
+    for measured in measurements:
+        check.spread_scale(scale, measured)
+    assert capsys.readouterr().out.count("✓ measured_var: correct") == len(measurements)
+
+
 @pytest.mark.parametrize("scale, hint", [
-    (1 / 8, "1/√d assumes unit-variance keys"),
+    (1 / 8, "1/√d assumes keys of variance 1"),
     (1 / 256, "divides by the variance"),
-    (1 / math.sqrt(128), "standard deviation \\(2\\) where their variance"),
+    (1 / math.sqrt(128), "standard deviation where their variance"),
+    (16.0, "the number to divide by"),
 ])
 def test_spread_rejects_wrong_scale(scale, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -130,11 +176,23 @@ def test_spread_rejects_wrong_scale(scale, hint):
 
 
 def test_spread_rejects_wrong_measurement():
+    scale, right = reference_spread()
     Q, K = check.spread_keys()
     raw = float((Q * K).sum(dim=-1).var())
-    for measured, hint in [(raw, "unscaled scores"), (raw / 64, "scaled by 1/√d only"),
-                           (raw / 16, "multiplied the variance by the scale")]:
+    for measured, hint in [
+        (raw, "unscaled scores"),
+        (raw / 64, "scaled by 1/√d only"),
+        (raw / 16, "multiplied the variance by scale"),
+        (float(((Q * K).sum(dim=-1) * scale).std()), "standard deviation of the scaled scores"),
+        (1.0, "designed to give, not a measurement"),
+        (float(((Q @ K.T) * scale).var()), "every query against every key"),
+        (float(((Q * K).sum(dim=0) * scale).var()), "summed over the 4000 pairs"),
+    ]:
         with pytest.raises(CheckFailed, match=hint):
-            check.spread_scale(1 / 16, measured)
+            check.spread_scale(scale, measured)
     with pytest.raises(CheckFailed, match="should be a number"):
-        check.spread_scale(1 / 16, "1.0")
+        check.spread_scale(scale, "1.0")
+    assert abs(right - 1.0) > 0.02  # so a typed 1.0 and 0.95 are both far outside the tolerance
+    for typed in (0.95, 1.05, right + 0.005):
+        with pytest.raises(CheckFailed, match="measured_var = .* is not right"):
+            check.spread_scale(scale, typed)

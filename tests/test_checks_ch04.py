@@ -21,8 +21,7 @@ def _tied_raw():
 def test_tied_scores_accepts_solution(capsys):
     _, raw = _tied_raw()
     check.tied_scores(raw / 2.0)
-    out = capsys.readouterr().out
-    assert "✓ S: correct" in out and "symmetric" in out
+    assert capsys.readouterr().out == "✓ S: correct\n"  # no word on symmetry: that is the prediction
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -51,11 +50,44 @@ def _manual_parts():
     return x, q, k, v
 
 
-def test_manual_head_accepts_solution_and_the_module_itself(capsys):
+def test_manual_head_accepts_solution(capsys):
+    x, q, k, v = _manual_parts()
+    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
+    check.manual_head(weights @ v, weights)
+    assert capsys.readouterr().out == "✓ weights: correct\n✓ out: correct\n"
+
+
+def test_manual_head_accepts_solution_compared_with_the_head_afterwards(capsys):
     head, x = check.exercise_head(), check.exercise_batch()
-    out, weights = head(x)
+    q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T  # with gradients on
+    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
+    out = weights @ v
+    assert torch.allclose(out, head(x)[0], atol=1e-6)  # the comparison the exercise suggests
     check.manual_head(out, weights)
     assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("take", [
+    lambda head, x: head(x),  # the shortcut itself
+    lambda head, x: head.forward(x),
+    lambda head, x: tuple(t.detach() for t in head(x)),
+    lambda head, x: tuple(t.clone() for t in head(x)),  # a copy, made with gradients on
+    lambda head, x: tuple(t * 1.0 for t in head(x)),
+    lambda head, x: (head(x)[0], head(x)[1][...]),
+])
+def test_manual_head_rejects_calling_the_head(take):
+    head, x = check.exercise_head(), check.exercise_batch()
+    out, weights = take(head, x)
+    with pytest.raises(CheckFailed, match="comes from calling the head"):
+        check.manual_head(out, weights)
+
+
+def test_manual_head_rejects_calling_the_head_under_no_grad():
+    head, x = check.exercise_head(), check.exercise_batch()
+    with torch.no_grad():
+        out, weights = head(x)
+    with pytest.raises(CheckFailed, match="weights comes from calling the head"):
+        check.manual_head(out, weights)
 
 
 @pytest.mark.parametrize("scale, dim, hint", [
@@ -101,8 +133,8 @@ def _trained(offset):
 
 def test_next_token_head_accepts_solution(capsys):
     check.next_token_head(_trained(1))
-    out = capsys.readouterr().out
-    assert "✓ accuracy" in out and "✓ attention" in out
+    # nothing about where the stripe lies: that is what the exercise asks to predict
+    assert capsys.readouterr().out == "✓ accuracy: correct\n✓ attention map: correct\n"
 
 
 def test_next_token_head_rejects_previous_token_head():

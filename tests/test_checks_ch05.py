@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -39,6 +40,18 @@ def test_transpose_strides_rejects_non_tuple():
 def test_parameter_counts_accepts_solution(capsys):
     check.parameter_counts(4 * 64 * 64, 4 * 8 * 64 * 64)
     assert capsys.readouterr().out.count("correct") == 2
+
+
+def test_parameter_counts_accepts_numpy_and_torch_integers(capsys):
+    check.parameter_counts(np.int64(16384), torch.tensor(131072))
+    check.parameter_counts(np.float64(16384.0), 131072.0)
+    assert capsys.readouterr().out.count("correct") == 4
+
+
+@pytest.mark.parametrize("n_split, n_full", [(16385, 131072), (16384, 131071)])
+def test_parameter_counts_must_be_exact(n_split, n_full):
+    with pytest.raises(CheckFailed, match="is not right"):
+        check.parameter_counts(n_split, n_full)
 
 
 @pytest.mark.parametrize("n_split, n_full, hint", [
@@ -113,11 +126,41 @@ def _forward(scale=None, dim=-1, transpose_split=True, merge="right", project=Tr
         return (mha.W_o(merged) if project else merged), w
 
 
-def test_manual_multi_head_accepts_solution_and_module(capsys):
+def test_manual_multi_head_accepts_solution(capsys):
     check.manual_multi_head(*_forward())
+    assert capsys.readouterr().out == "✓ weights: correct\n✓ out: correct\n"
+
+
+def test_manual_multi_head_accepts_solution_with_gradients_on(capsys):
     mha, x = check.exercise_mha(), check.exercise_batch()
-    check.manual_multi_head(*mha(x))
-    assert capsys.readouterr().out.count("correct") == 4
+    q, k, v = (lin(x).view(2, 5, 3, 4).transpose(1, 2) for lin in (mha.W_q, mha.W_k, mha.W_v))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
+    out = mha.W_o((weights @ v).transpose(1, 2).reshape(2, 5, 12))
+    assert torch.allclose(out, mha(x)[0], atol=1e-5)  # comparing with the module is fine
+    check.manual_multi_head(out, weights)
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+@pytest.mark.parametrize("take", [
+    lambda mha, x: mha(x),  # the shortcut itself: mha_ex(xb)
+    lambda mha, x: mha.forward(x),
+    lambda mha, x: mha(x, x, x),
+    lambda mha, x: tuple(t.clone() for t in mha(x)),
+    lambda mha, x: tuple(t.detach().contiguous() for t in mha(x)),
+])
+def test_manual_multi_head_rejects_calling_the_module(take):
+    mha, x = check.exercise_mha(), check.exercise_batch()
+    with pytest.raises(CheckFailed, match="comes from calling the module"):
+        check.manual_multi_head(*take(mha, x))
+
+
+def test_manual_multi_head_rejects_mixing_module_and_hand_results():
+    mha, x = check.exercise_mha(), check.exercise_batch()
+    _, weights_hand = _forward()
+    with torch.no_grad():
+        out_module, _ = mha(x)
+    with pytest.raises(CheckFailed, match="out comes from calling the module"):
+        check.manual_multi_head(out_module, weights_hand)
 
 
 @pytest.mark.parametrize("kwargs, hint", [

@@ -16,7 +16,7 @@ from attn_helpers.checks import ch06 as check
 def test_broadcast_shape_accepts_reference(capsys):
     check.broadcast_shape((2, 4, 5, 6))
     check.broadcast_shape(torch.Size([2, 4, 5, 6]))
-    assert capsys.readouterr().out.count("✓ out_shape (2, 4, 5, 6): correct") == 2
+    assert capsys.readouterr().out == "✓ out_shape: correct\n" * 2  # the shape is not repeated back
 
 
 def test_broadcast_shape_reference_matches_torch():
@@ -27,7 +27,7 @@ def test_broadcast_shape_reference_matches_torch():
 @pytest.mark.parametrize("wrong, hint", [
     ((2, 4, 5, 8), "comes from the values"),
     ((2, 4, 7, 6), "one output row per query"),
-    ((2, 1, 5, 6), "1 against 4 gives 4"),
+    ((2, 1, 5, 6), "size-1 leading dimension stretches"),
     ((4, 2, 5, 6), "from the right"),
     ((2, 4, 5, 7), "one column per value feature"),
     ((3, 3), "broadcast right-aligned"),
@@ -42,6 +42,8 @@ def test_broadcast_shape_rejects_wrong_types():
         check.broadcast_shape(torch.zeros(2, 4, 5, 6))
     with pytest.raises(CheckFailed, match="tuple of ints"):
         check.broadcast_shape(None)
+    with pytest.raises(CheckFailed, match="tuple of ints"):
+        check.broadcast_shape(("two", 4, 5, 6))
 
 
 # ex-ch06-load: three matrices into nn.MultiheadAttention
@@ -108,8 +110,45 @@ def reference_blockwise(q, k, v, block):
 
 def test_blockwise_accepts_reference(capsys):
     check.blockwise_function(reference_blockwise)
-    out = capsys.readouterr().out
-    assert "✓ output with block=4: correct" in out and "✓ output with block=10: correct" in out
+    assert capsys.readouterr().out == (
+        "✓ output with scores near ±1000: correct\n✓ output with block=4: correct\n✓ output with block=10: correct\n"
+    )
+
+
+def einsum_blockwise(q, k, v, block):
+    """The same algorithm written with einsum, a loop over key blocks taken with split, and no in-place updates."""
+    scale = q.shape[-1] ** -0.5
+    m, total, acc = None, None, None
+    for k_b, v_b in zip(k.split(block), v.split(block), strict=True):
+        s = torch.einsum("qd,kd->qk", q, k_b) * scale  # (t_q, block)
+        m_b = s.max(dim=-1, keepdim=True).values
+        m_new = m_b if m is None else torch.maximum(m, m_b)
+        p = (s - m_new).exp()
+        if m is None:
+            total, acc = p.sum(-1, keepdim=True), p @ v_b
+        else:
+            total = total * (m - m_new).exp() + p.sum(-1, keepdim=True)
+            acc = acc * (m - m_new).exp() + p @ v_b
+        m = m_new
+    return acc / total
+
+
+def per_query_blockwise(q, k, v, block):
+    """The update rule for one query at a time: still only a block of scores at once."""
+    return torch.cat([reference_blockwise(q[i:i + 1], k, v, block) for i in range(q.shape[0])])
+
+
+@pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise])
+def test_blockwise_accepts_other_correct_versions(fn, capsys):
+    check.blockwise_function(fn)
+    assert capsys.readouterr().out.count("correct") == 3
+
+
+def test_extreme_scores_are_exact_and_need_a_running_maximum():
+    q, k, v = check._extreme_data()
+    assert torch.equal(q @ k.T / math.sqrt(q.shape[-1]), check.EXTREME_SCORES)
+    maxima = check.EXTREME_SCORES.view(3, -1)[:, :12].reshape(3, 3, 4).amax(-1)  # per block of 4
+    assert (maxima.argmax(-1) == torch.tensor([2, 0, 1])).all() and maxima.abs().max() >= 1000
 
 
 def unscaled(q, k, v, block):
@@ -132,15 +171,77 @@ def not_normalised(q, k, v, block):
     return acc
 
 
+def no_maximum(q, k, v, block):
+    """Blocks of exp(s) summed as they come, with no maximum subtracted: exp overflows."""
+    total = torch.zeros(q.shape[0], 1)
+    acc = torch.zeros(q.shape[0], v.shape[-1])
+    for start in range(0, k.shape[0], block):
+        p = torch.exp(q @ k[start:start + block].T / math.sqrt(q.shape[-1]))
+        total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[start:start + block]
+    return acc / total
+
+
+def first_block_maximum(q, k, v, block):
+    """Subtracts the first block's maximum and never updates it."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = (q @ k[:block].T * scale).amax(-1, keepdim=True)
+    total = torch.zeros(q.shape[0], 1)
+    acc = torch.zeros(q.shape[0], v.shape[-1])
+    for start in range(0, k.shape[0], block):
+        p = torch.exp(q @ k[start:start + block].T * scale - m)
+        total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[start:start + block]
+    return acc / total
+
+
+def row_by_row_softmax(q, k, v, block):
+    """A full softmax per query, one row at a time: no (t_q, t_k) tensor, but no running maximum either."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    return torch.stack([torch.softmax(q[i] @ k.T * scale, dim=-1) @ v for i in range(q.shape[0])])
+
+
+def row_by_row_by_hand(q, k, v, block):
+    rows = []
+    for i in range(q.shape[0]):
+        s = q[i:i + 1] @ k.T / math.sqrt(q.shape[-1])  # (1, t_k)
+        e = torch.exp(s - s.amax())
+        rows.append(e @ v / e.sum())
+    return torch.cat(rows)
+
+
+def two_passes(q, k, v, block):
+    """First pass: the final maximum of every row; second pass: sum and output against it. Exact, but not online."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = torch.full((q.shape[0], 1), -math.inf)
+    for start in range(0, k.shape[0], block):
+        m = torch.maximum(m, (q @ k[start:start + block].T * scale).amax(-1, keepdim=True))
+    total = torch.zeros(q.shape[0], 1)
+    acc = torch.zeros(q.shape[0], v.shape[-1])
+    for start in range(0, k.shape[0], block):
+        p = torch.exp(q @ k[start:start + block].T * scale - m)
+        total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[start:start + block]
+    return acc / total
+
+
 def full_matrix(q, k, v, block):
-    return ah.attention(q, k, v)[0]
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def sdpa(q, k, v, block):
+    return torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0]
 
 
 @pytest.mark.parametrize("fn, hint", [
     (unscaled, "not scaled"),
     (not_rescaled, "rescale the running sum"),
     (not_normalised, "divide the accumulated output by the running sum"),
+    (no_maximum, "output contains NaN or inf"),
+    (first_block_maximum, "output contains NaN or inf"),
+    (row_by_row_softmax, "full row of t_k scores"),
+    (row_by_row_by_hand, "full row of t_k scores"),
+    (two_passes, "computes each block's scores more than once"),
     (full_matrix, "builds a full t_q × t_k tensor"),
+    (lambda q, k, v, block: ah.attention(q, k, v)[0], "calls ah.attention"),
+    (sdpa, "F.scaled_dot_product_attention"),
     (lambda q, k, v, block: (reference_blockwise(q, k, v, block), None), "only the output tensor"),
     (lambda q, k, v, block: reference_blockwise(q, k, v, block).T, "has shape"),
 ])

@@ -1,5 +1,6 @@
 """Chapter 7's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,7 +19,7 @@ def test_minus_1e9_accepts_reference(capsys):
 
 @pytest.mark.parametrize("wrong, hint", [
     (torch.zeros(4), "all zeros is what the book's attention gives"),
-    (torch.softmax(check.PREDICT_SCORES, dim=0), "64 apart"),
+    (torch.softmax(check.PREDICT_SCORES, dim=0), "these scores are float32"),
     (check.PREDICT_SCORES - 1e9, "masked scores"),
     (torch.full((4,), float("nan")), "NaN is what a row of -inf gives"),
     (torch.full((3,), 1 / 3), "has shape"),
@@ -36,6 +37,15 @@ def test_weights_gib_accepts_reference(capsys):
     assert "✓ weights_gib: correct" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("answer", [
+    6, 6.0, np.float32(6.0), np.float64(6.0), np.int64(6), np.array(6.0), torch.tensor(6.0),
+    np.prod([8, 12, 4096, 4096, 4]) / 2 ** 30,  # computed with NumPy
+])
+def test_weights_gib_accepts_any_real_number(answer, capsys):
+    check.weights_gib(answer)
+    assert capsys.readouterr().out == "✓ weights_gib: correct\n"
+
+
 @pytest.mark.parametrize("wrong, hint", [
     (8 * 4096 ** 2 * 4 / 2 ** 30, "left out the heads"),
     (12 * 4096 ** 2 * 4 / 2 ** 30, "left out the batch"),
@@ -43,6 +53,8 @@ def test_weights_gib_accepts_reference(capsys):
     (8 * 12 * 4096 * 4 / 2 ** 30, "t × t weights"),
     (8 * 12 * 4096 ** 2 * 4 / 1e9, "GiB is 2\\*\\*30"),
     ("6", "should be a number"),
+    (True, "got the bool"),
+    (np.array([6.0, 6.0]), "single number"),
 ])
 def test_weights_gib_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

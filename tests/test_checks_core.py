@@ -1,9 +1,20 @@
 """attn_helpers.checks: the engine every exercise's self-check uses."""
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attn_helpers.checks import CheckFailed, check_tensor, check_value
+import attn_helpers as ah
+from attn_helpers.checks import (
+    CheckFailed,
+    Watch,
+    as_number,
+    check_tensor,
+    check_value,
+    made_by_watched_module,
+    watch_forward,
+)
 
 
 def test_correct_answer_prints_one_line(capsys):
@@ -40,3 +51,106 @@ def test_gradients_are_ignored_and_numbers_work(capsys):
         check_value(0.25, 0.5, "p", {"squared": 0.25})
     with pytest.raises(CheckFailed, match="should be a number"):
         check_value("0.5", 0.5, "p")
+
+
+@pytest.mark.parametrize("answer", [
+    6, 6.0, np.float32(6.0), np.float64(6.0), np.int64(6), np.int32(6), np.array(6.0), np.array([6.0]),
+    torch.tensor(6.0), torch.tensor([6]), torch.tensor([[6.0]], requires_grad=True),
+])
+def test_check_value_accepts_any_real_number(answer, capsys):
+    check_value(answer, 6.0, "x")
+    assert capsys.readouterr().out == "✓ x: correct\n"
+
+
+@pytest.mark.parametrize("answer, message", [
+    (True, "got the bool True"),
+    (np.bool_(True), "got the bool"),
+    (torch.tensor(True), "got the bool"),
+    ("6", "should be a number .*got str"),
+    (None, "got NoneType"),
+    (6 + 0j, "got complex"),
+    ([6.0], "got list"),
+    (np.array([6.0, 6.0]), r"single number, got a ndarray of shape \(2,\)"),
+    (torch.ones(2, 2), r"single number, got a Tensor of shape \(2, 2\)"),
+    (float("nan"), "not a finite number"),
+    (np.float32("inf"), "not a finite number"),
+])
+def test_check_value_rejects_what_is_not_one_real_number(answer, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_value(answer, 6.0, "x")
+
+
+def test_check_value_tolerances():
+    check_value(6.0 + 5e-5, 6.0, "x")
+    with pytest.raises(CheckFailed, match="x = 6.01 is not right"):
+        check_value(6.01, 6.0, "x")
+    check_value(16385, 16384, "n", atol=0.5)  # the default relative tolerance allows 1.6 here
+    with pytest.raises(CheckFailed, match="is not right"):
+        check_value(16385, 16384, "n", atol=0.5, rtol=0)
+    assert as_number(np.float32(0.5), "x") == 0.5
+
+
+def test_watch_records_softmax_by_every_route():
+    x = torch.randn(3, 4, requires_grad=True)
+    for route in (lambda: torch.softmax(x, -1), lambda: F.softmax(x, -1), lambda: x.softmax(-1),
+                  lambda: torch.nn.Softmax(-1)(x), lambda: F.log_softmax(x, -1), lambda: F.softmin(x, -1)):
+        with Watch() as watch:
+            route()
+        assert watch.used_softmax()
+    with Watch() as watch:
+        torch.exp(x - x.amax(-1, keepdim=True))
+    assert not watch.used_softmax() and not watch.used_fused_attention()
+
+
+def test_watch_records_fused_attention_with_and_without_gradients():
+    x = torch.randn(1, 5, 4)
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad), Watch() as watch:
+            F.scaled_dot_product_attention(x, x, x)
+        assert watch.used_fused_attention()
+
+
+def test_watch_records_calls_of_python_functions_however_reached():
+    from attn_helpers.attention import attention as same_function
+
+    x = torch.randn(5, 4)
+    with Watch([ah.attention]) as watch:
+        ah.softmax(x)
+    assert watch.called == set()
+    with Watch([ah.attention]) as watch:
+        ah.SelfAttentionHead(4, 2)(x)  # reaches attention inside the module
+    assert watch.called == {"attention"}
+    with Watch([ah.attention]) as watch:
+        same_function(x, x, x)
+    assert watch.called == {"attention"}
+
+
+def test_watch_restores_the_previous_profiler():
+    import sys
+
+    seen = []
+
+    def profiler(frame, event, arg):
+        seen.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        with Watch([ah.attention]):
+            ah.softmax(torch.zeros(2))
+        assert sys.getprofile() is profiler and seen  # restored, and called meanwhile
+    finally:
+        sys.setprofile(None)
+
+
+def test_watched_module_behaves_as_before_and_marks_its_outputs():
+    torch.manual_seed(0)
+    plain = ah.SelfAttentionHead(6, 4)
+    watched = watch_forward(ah.SelfAttentionHead(6, 4))
+    watched.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, 6)
+    assert isinstance(watched, ah.SelfAttentionHead) and repr(watched) == repr(plain)
+    out, weights = watched(x)
+    assert torch.equal(out, plain(x)[0])
+    assert made_by_watched_module(out) and made_by_watched_module(weights[0]) and made_by_watched_module(out + 0)
+    assert not made_by_watched_module(plain(x)[0]) and not made_by_watched_module(torch.ones(2))
+    assert not made_by_watched_module("not a tensor")

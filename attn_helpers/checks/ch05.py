@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..modules import MultiHeadAttention
-from . import CheckFailed, check_tensor, check_value
+from . import CheckFailed, check_tensor, check_value, made_by_watched_module, watch_forward
 
 
 def _as_float(strides: object, name: str) -> torch.Tensor:
@@ -41,13 +41,13 @@ def parameter_counts(n_split: int, n_full: int) -> None:
         "splitting does not shrink the total: the h heads of width d/h together are d_model wide, so "
         "each of W_q, W_k, W_v, W_o stays d_model × d_model.": 4 * d * d / h,
         "that is the full-width count; split heads have d_k = d_model / h = 8.": 4 * h * d * d,
-    }, atol=0.5)
+    }, atol=0.5, rtol=0)
     check_value(n_full, 4 * h * d * d, "n_full", {
         "W_o of full-width heads maps h·d_model = 512 features back to d_model: it has h·d_model² weights, "
         "not d_model².": 3 * h * d * d + d * d,
         "you left out the output projection W_o (h·d_model → d_model).": 3 * h * d * d,
         "that is the split-head count; full-width heads are each d_model = 64 wide.": 4 * d * d,
-    }, atol=0.5)
+    }, atol=0.5, rtol=0)
 
 
 def _split_input() -> torch.Tensor:
@@ -78,13 +78,17 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
 
 
 def exercise_mha() -> MultiHeadAttention:
-    """The module of exercise ex-ch05-forward: MultiHeadAttention(12, 3), seeded weights."""
+    """The module of exercise ex-ch05-forward: MultiHeadAttention(12, 3), seeded weights.
+
+    It remembers what its forward returns, so :func:`manual_multi_head` can tell an answer taken
+    from ``mha(xb)`` from one computed by hand.
+    """
     gen = torch.Generator().manual_seed(502)
     mha = MultiHeadAttention(12, 3)
     with torch.no_grad():
         for lin in (mha.W_q, mha.W_k, mha.W_v, mha.W_o):
             lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) / math.sqrt(12) * 2)
-    return mha
+    return watch_forward(mha)
 
 
 def exercise_batch() -> torch.Tensor:
@@ -94,6 +98,13 @@ def exercise_batch() -> torch.Tensor:
 
 def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
     """Exercise ex-ch05-forward: out (2, 5, 12) and weights (2, 3, 5, 5) of exercise_mha() on exercise_batch()."""
+    for name, answer in (("weights", weights), ("out", out)):
+        if made_by_watched_module(answer):
+            raise CheckFailed(
+                f"{name} comes from calling the module (mha_ex(xb) or mha_ex.forward), which the exercise "
+                f"asks you not to do. Hint: use only its layers W_q, W_k, W_v and W_o, torch.softmax and "
+                f"reshaping."
+            )
     mha, x = exercise_mha(), exercise_batch()
     b, t, d = x.shape
     h, dk = 3, 4
