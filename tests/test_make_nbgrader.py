@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import find_exercises, is_solution  # noqa: E402
 from make_nbgrader import BEGIN, END, POINTS, make_nbgrader, nbgrader_source  # noqa: E402
+from make_nbgrader import main as make_nbgrader_main  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 MYST = re.compile(r"\{[a-z][a-z0-9_:-]*\}`|^\s*(`{3,}|:{3,})\{|^\s*:[a-z-]+:|\$\$\s*\([^)\s]+\)\s*$", re.MULTILINE)
@@ -80,10 +81,13 @@ def test_written_solutions_stay_inside_the_solution_regions():
     assert "q_doubled" in text and "q_doubled" not in outside and "solution-start" not in text
 
 
-def test_command_line_rejects_what_is_not_a_chapter(tmp_path):
-    script = str(ROOT / "scripts" / "make_nbgrader.py")
-    bad = subprocess.run([sys.executable, script, str(ROOT / "intro.md")], capture_output=True, text=True)
-    assert bad.returncode == 2 and "is not a chapter notebook" in bad.stderr
+def test_command_line_writes_a_course_and_rejects_what_is_not_a_chapter(tmp_path, capsys):
+    assert make_nbgrader_main([str(ROOT / "chapters" / "01_weighted_average.ipynb"), "--out", str(tmp_path)]) == 0
+    assert "(4 graded cells, 7 points)" in capsys.readouterr().out
+    assert (tmp_path / "source" / "ch01" / "01_weighted_average.ipynb").is_file()
+    assert "course_id" in (tmp_path / "nbgrader_config.py").read_text()
+    assert make_nbgrader_main([str(ROOT / "intro.md")]) == 2
+    assert "is not a chapter notebook" in capsys.readouterr().err
 
 
 # --- real nbgrader ------------------------------------------------------------------------------------------

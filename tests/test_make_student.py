@@ -3,7 +3,6 @@ plain Markdown. Checked structurally for every chapter; execution is tested on o
 (nbval already executes the chapters themselves)."""
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import CHECK_TAG, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
 from make_student import STUB, make_student  # noqa: E402
+from make_student import main as make_student_main  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
@@ -163,11 +163,9 @@ def test_an_edition_runs_up_to_its_first_stub(tmp_path):
             and any(o.output_type == "error" for o in c.outputs)] == [5]
 
 
-def test_command_line_writes_every_chapter_and_rejects_bad_input(tmp_path):
-    script = str(ROOT / "scripts" / "make_student.py")
-    done = subprocess.run([sys.executable, script, str(CHAPTER_1), "--out", str(tmp_path)],
-                          capture_output=True, text=True, check=True)
+def test_command_line_writes_every_chapter_and_rejects_bad_input(tmp_path, capsys):
+    assert make_student_main([str(CHAPTER_1), "--out", str(tmp_path)]) == 0
     assert (tmp_path / CHAPTER_1.name).is_file()
-    assert "3 solution cells replaced by stubs" in done.stdout
-    bad = subprocess.run([sys.executable, script, str(tmp_path / "missing.ipynb")], capture_output=True, text=True)
-    assert bad.returncode == 2 and "is not a notebook file" in bad.stderr
+    assert "3 solution cells replaced by stubs" in capsys.readouterr().out
+    assert make_student_main([str(tmp_path / "missing.ipynb")]) == 2
+    assert "is not a notebook file" in capsys.readouterr().err
