@@ -1,7 +1,7 @@
 """Turn a chapter's MyST markdown into plain Markdown that JupyterLab renders as the website does.
 
 The website (Jupyter Book, myst-nb, sphinx-exercise) resolves glued values, cross-references, citations
-and directives; plain Jupyter shows them raw. ``ChapterText(nb, path)`` collects what resolving needs
+and directives; plain Jupyter shows them raw. ``ChapterText.of(nb, path)`` collects what resolving needs
 from one chapter, numbering everything as Jupyter Book does with ``numfig_secnum_depth: 1``:
 
 - the chapter number: the file's place among the chapters of ``_toc.yml`` (scripts/book_toc.py);
@@ -14,11 +14,14 @@ from one chapter, numbering everything as Jupyter Book does with ``numfig_secnum
 
     {glue:text}`name:.4f`, {glue}`name`    the glued value, formatted as myst-nb formats it
     {eq}`label`                             (1.3)   (the text around it says "equation")
-    {numref}`label`                         Figure 1.1, Exercise 6.3
+    {numref}`label`                         Figure 1.1, Exercise 6.3 (also in another chapter)
     {ref}`label`                            the same number, or a section's title
+    {doc}`path`                             the page's title
     {cite:p}`key` / {cite:t}`key`           (Vaswani et al., 2017) / Vaswani et al. (2017)
+    {sub}, {sup}, {kbd}, {abbr}, {term}     HTML tags or the plain word
     ```{exercise} Title (medium)            ### Exercise 1.2 (medium): Title
-    ```{note} and other admonitions         a block quote headed **Note**
+    ```{note}, {dropdown}, {margin}, ...     a block quote headed **Note** (or by its title)
+    ```{math} with :label:                  $$ ... \\tag{1.2} $$
     $$ ... $$ (label)                       $$ ... \\tag{1.1} $$
     (label)=                                removed
 
@@ -29,6 +32,7 @@ Used by make_student.py and make_nbgrader.py.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +49,8 @@ TARGET_RE = re.compile(r"^\((?P<label>[^)\s]+)\)=[ \t]*$")
 HEADING_RE = re.compile(r"^#{1,6}[ \t]+(?P<text>.+?)[ \t]*#*[ \t]*$")
 GLUE_MIME = "application/papermill.record/"
 ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
-               "seealso", "admonition"}
+               "seealso", "admonition", "dropdown"}
+ASIDES = {"margin", "sidebar", "epigraph", "topic", "card"}  # shown as a quoted block, titled by the argument
 # What the website calls each kind of numbered thing. The website writes "Fig. 1.1"; a sentence reads better
 # with the whole word, and "Figure 1.1" is unambiguous on its own.
 KIND_NAMES = {"figure": "Figure", "equation": "", "exercise": "Exercise"}
@@ -72,45 +77,29 @@ class ChapterText:
     glued: dict[str, dict] = field(default_factory=dict)   # name -> {mime type: value}
     citations: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (authors, year)
 
+    path: Path | None = None                    # the chapter's file, for {doc} links
+    root: Path = ROOT                           # the book, for references to other chapters
+
     @classmethod
     def of(cls, nb: nbformat.NotebookNode, path: Path, root: Path = ROOT) -> ChapterText:
         """Collect the targets, glued values and citations of chapter ``nb`` read from ``path``."""
-        text = cls(Path(path).name, chapter_number(path, root))
-        counts = {"figure": 0, "equation": 0, "exercise": 0}
-
-        def number(kind: str, label: str, title: str = "") -> None:
-            counts[kind] += 1
-            if label in text.targets:
-                raise MystError(f"{text.name}: the label {label!r} is defined twice")
-            text.targets[label] = Target(kind, f"{text.chapter}.{counts[kind]}", title)
-
+        text = cls(Path(path).name, chapter_number(path, root), path=Path(path), root=Path(root))
+        text.targets = number_targets(nb, text.chapter, text.name)
         for cell in nb.cells:
-            if cell.cell_type == "code":
-                figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
-                if figure.get("name"):
-                    number("figure", figure["name"], figure.get("caption", ""))
-                for out in cell.get("outputs", []):
-                    name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-                    if out.output_type == "display_data" and name:
-                        text.glued[name] = {k.removeprefix(GLUE_MIME): v for k, v in out.data.items()}
-                continue
-            if cell.cell_type != "markdown":
-                continue
-            lines = cell.source.splitlines()
-            for i, line in enumerate(lines):
-                if m := MATH_LABEL_RE.match(line):
-                    number("equation", m.group("label"))
-                elif (m := FENCE_RE.match(line)) and m.group("name") in ("exercise", "math", "figure"):
-                    opts, _ = _options(lines[i + 1:])
-                    label = opts.get("label") or opts.get("name")
-                    if m.group("name") == "exercise":
-                        number("exercise", label or f"(exercise {counts['exercise'] + 1})", m.group("arg").strip())
-                    elif label:
-                        number("equation" if m.group("name") == "math" else "figure", label)
-                elif (m := TARGET_RE.match(line)) and i + 1 < len(lines) and (h := HEADING_RE.match(lines[i + 1])):
-                    text.targets[m.group("label")] = Target("section", "", h.group("text"))
+            for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+                if out.output_type == "display_data" and name:
+                    text.glued[name] = {k.removeprefix(GLUE_MIME): v for k, v in out.data.items()}
         text.citations = read_bib(root / "references.bib")
         return text
+
+    def target(self, label: str, role: str, content: str) -> Target:
+        """The figure, equation, exercise or section ``label`` names, in this chapter or another."""
+        found = self.targets.get(label) or book_targets(str(self.root)).get(label)
+        if found is None:
+            raise MystError(f"{self.name}: {{{role}}}`{content}` points to no figure, equation, exercise or "
+                            f"labelled section of the book's chapters")
+        return found
 
     # --- the roles -------------------------------------------------------------------------------
     def role(self, role: str, content: str) -> str:
@@ -121,10 +110,7 @@ class ChapterText:
             return f"${content}$"
         if role in ("eq", "numref", "ref"):
             title, label = _explicit_title(content)
-            target = self.targets.get(label)
-            if target is None:
-                raise MystError(f"{self.name}: {{{role}}}`{content}` points to no figure, equation, exercise "
-                                f"or section of this chapter; references across chapters are not resolved")
+            target = self.target(label, role, content)
             if role == "eq":
                 return f"({target.number})"
             if title is not None:
@@ -135,6 +121,15 @@ class ChapterText:
                 else f"({target.number})"
         if role.startswith("cite"):
             return self.cite(role, content)
+        if role in ("sub", "sup", "kbd"):
+            return f"<{role}>{content}</{role}>"
+        if role == "abbr":
+            short, _, long = content.partition(" (")
+            return f'<abbr title="{long.rstrip(")")}">{short}</abbr>' if long else short
+        if role == "term":
+            return _explicit_title(content)[0] or content
+        if role == "doc":
+            return self.doc_title(content)
         raise MystError(f"{self.name}: the role {{{role}}} has no plain-Markdown form; "
                         f"add one to scripts/plain_markdown.py (ChapterText.role)")
 
@@ -152,6 +147,24 @@ class ChapterText:
         if "text/plain" not in data:
             raise MystError(f"{self.name}: the glued value {name!r} has no text form ({sorted(data)})")
         return format_plain_text(_text(data["text/plain"]), spec or ("s" if role == "glue:text" else ""))
+
+    def doc_title(self, content: str) -> str:
+        """``{doc}`path``` as the website shows it: the explicit title, else the page's first heading."""
+        title, target = _explicit_title(content)
+        if title:
+            return title
+        base = self.root if target.startswith("/") else (self.path.parent if self.path else self.root)
+        for suffix in (".ipynb", ".md"):
+            page = base / f"{target.lstrip('/')}{suffix}"
+            if page.is_file():
+                if suffix == ".ipynb":
+                    sources = [c.source for c in nbformat.read(page, as_version=4).cells if c.cell_type == "markdown"]
+                else:
+                    sources = [page.read_text(encoding="utf-8")]
+                for line in "\n".join(sources).splitlines():
+                    if line.startswith("# "):
+                        return line[2:].strip()
+        raise MystError(f"{self.name}: {{doc}}`{content}`: no page {target}.ipynb or {target}.md with a '# ' title")
 
     def cite(self, role: str, content: str) -> str:
         keys = [k.strip() for k in content.split(",") if k.strip()]
@@ -218,9 +231,12 @@ class ChapterText:
             target = self.targets.get(opts.get("label", ""), Target("exercise", "?"))
             label = [f"{indent}*Label: `{opts['label']}`*"] if opts.get("label") else []
             return [indent + exercise_heading(target.number, arg), "", *body, *([""] if label else []), *label]
-        if name in ADMONITIONS:
-            title = arg if name == "admonition" else (arg or name.capitalize().replace("Seealso", "See also"))
-            quoted = [f"{indent}> **{title}**", f"{indent}>"]
+        if name in ADMONITIONS or name in ASIDES:
+            if name in ("admonition", "dropdown", *ASIDES):
+                title = arg
+            else:
+                title = arg or name.capitalize().replace("Seealso", "See also")
+            quoted = [f"{indent}> **{title}**", f"{indent}>"] if title else []
             return quoted + [f"{indent}> {b[len(indent):]}".rstrip() for b in body]
         if name == "math":
             tag = [f"\\tag{{{self.targets[opts['label']].number}}}"] if opts.get("label") else []
@@ -231,6 +247,53 @@ class ChapterText:
             return []
         raise MystError(f"{self.name}: the directive {{{name}}} has no plain-Markdown form; "
                         f"add one to scripts/plain_markdown.py (ChapterText._directive)")
+
+
+def number_targets(nb: nbformat.NotebookNode, chapter: int, name: str) -> dict[str, Target]:
+    """The chapter's figures, labelled equations and exercises, each numbered N.k in order of appearance, and
+    its labelled sections."""
+    targets: dict[str, Target] = {}
+    counts = {"figure": 0, "equation": 0, "exercise": 0}
+
+    def number(kind: str, label: str, title: str = "") -> None:
+        counts[kind] += 1
+        if label in targets:
+            raise MystError(f"{name}: the label {label!r} is defined twice")
+        targets[label] = Target(kind, f"{chapter}.{counts[kind]}", title)
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            if figure.get("name"):
+                number("figure", figure["name"], figure.get("caption", ""))
+            continue
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
+            if m := MATH_LABEL_RE.match(line):
+                number("equation", m.group("label"))
+            elif (m := FENCE_RE.match(line)) and m.group("name") in ("exercise", "math", "figure"):
+                opts, _ = _options(lines[i + 1:])
+                label = opts.get("label") or opts.get("name")
+                if m.group("name") == "exercise":
+                    number("exercise", label or f"(exercise {counts['exercise'] + 1})", m.group("arg").strip())
+                elif label:
+                    number("equation" if m.group("name") == "math" else "figure", label)
+            elif (m := TARGET_RE.match(line)) and i + 1 < len(lines) and (h := HEADING_RE.match(lines[i + 1])):
+                targets[m.group("label")] = Target("section", "", h.group("text"))
+    return targets
+
+
+@functools.cache
+def book_targets(root: str) -> dict[str, Target]:
+    """The targets of every chapter listed in ``root/_toc.yml`` (read once per run)."""
+    targets: dict[str, Target] = {}
+    for n, stem in enumerate((f for f in toc_files(Path(root)) if f.startswith("chapters/")), start=1):
+        path = Path(root) / f"{stem}.ipynb"
+        if path.is_file():
+            targets.update(number_targets(nbformat.read(path, as_version=4), n, path.name))
+    return targets
 
 
 def exercise_heading(number: str, title: str) -> str:

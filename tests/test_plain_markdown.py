@@ -44,6 +44,9 @@ def book(tmp_path):
     path = tmp_path / "chapters" / "02_b.ipynb"
     path.parent.mkdir()
     nbformat.write(nb, path)
+    first = new_notebook(cells=[new_markdown_cell("# The first chapter\n\n$$\nx\n$$ (eq-first)"),
+                                new_code_cell("plot()", metadata={"mystnb": {"figure": {"name": "fig-other"}}})])
+    nbformat.write(first, tmp_path / "chapters" / "01_a.ipynb")
     return ChapterText.of(nb, path, tmp_path)
 
 
@@ -56,6 +59,17 @@ def test_numbers_follow_the_toc_and_the_order_of_appearance(book):
         "See Figure 2.2, Exercise 2.2 and Getting started."
     assert book.plain("Equation {eq}`eq-two` follows from {eq}`eq-one`.") == "Equation (2.2) follows from (2.1)."
     assert book.plain("{numref}`Plot %s <fig-first>`") == "Plot 2.1"
+
+
+def test_references_to_other_chapters_and_pages(book):
+    assert book.plain("As {numref}`fig-other` and equation {eq}`eq-first` showed") == \
+        "As Figure 1.1 and equation (1.1) showed"
+    assert book.plain("See {doc}`01_a`, {doc}`the start <01_a>`.") == "See The first chapter, the start."
+
+
+def test_small_inline_roles(book):
+    assert book.plain("H{sub}`2`O, x{sup}`2`, {kbd}`Ctrl`, {term}`softmax`, {abbr}`GQA (grouped-query attention)`") == \
+        'H<sub>2</sub>O, x<sup>2</sup>, <kbd>Ctrl</kbd>, softmax, <abbr title="grouped-query attention">GQA</abbr>'
 
 
 def test_a_kind_named_before_the_reference_is_not_repeated(book):
@@ -78,6 +92,8 @@ def test_directives_become_plain_markdown(book):
     assert exercise == "### Exercise 2.1 (easy): Predict, then run: first\n\nDo it.\n\n*Label: `ex-first`*"
     assert book.plain("```{note}\nMind the gap.\n\nTwice.\n```") == "> **Note**\n>\n> Mind the gap.\n>\n> Twice."
     assert book.plain(":::{admonition} Why?\nBecause.\n:::") == "> **Why?**\n>\n> Because."
+    assert book.plain("```{dropdown} More\n:open:\nHidden.\n```") == "> **More**\n>\n> Hidden."
+    assert book.plain("```{margin}\nAside.\n```") == "> Aside."
     assert book.plain("(sec-start)=\n## Getting started") == "## Getting started"
     assert book.plain("$$\na = b\n$$ (eq-one)") == "$$\na = b\n\\tag{2.1}\n$$"
     assert book.plain("````{tip}\n```{math}\n:label: eq-two\nc = d\n```\n````") == \
@@ -86,10 +102,11 @@ def test_directives_become_plain_markdown(book):
 
 
 @pytest.mark.parametrize("source, message", [
-    ("{doc}`intro`", "the role {doc} has no plain-Markdown form"),
+    ("{download}`data.csv`", "the role {download} has no plain-Markdown form"),
+    ("{doc}`missing`", "no page missing.ipynb or missing.md"),
     ("```{figure-md} x\ny\n```", "the directive {figure-md} has no plain-Markdown form"),
     ("```{note}\nnever closed", "is never closed"),
-    ("{numref}`fig-elsewhere`", "points to no figure, equation, exercise or section of this chapter"),
+    ("{numref}`fig-elsewhere`", "points to no figure, equation, exercise or labelled section of the book's chapters"),
     ("{glue:text}`missing:.2f`", "no cell glues 'missing'"),
     ("{cite:p}`nobody1999`", "not in references.bib"),
 ])
