@@ -10,7 +10,7 @@ SITE_TESTS := tests/test_links.py tests/test_browser.py
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
 
-.PHONY: help setup lock book test unit nbval build-strict browser bench lab refresh lint clean student grade
+.PHONY: help setup lock book test unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -63,8 +63,11 @@ lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment
 refresh: $(STAMP)  ## re-execute every chapter in place (after editing one) and strip volatile metadata
 	$(PY) scripts/run_chapters.py chapters/*.ipynb
 
-student: $(STAMP)  ## write student editions of every chapter (solutions replaced by stubs) to student/
+student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab) to student/
 	$(PY) scripts/make_student.py chapters/*.ipynb --out student
+
+nbgrader: $(STAMP)  ## write an nbgrader course (source/chNN/NN_slug.ipynb) to nbgrader-course/
+	$(PY) scripts/make_nbgrader.py chapters/*.ipynb --out nbgrader-course
 
 grade: $(STAMP)  ## run the self-checks on submitted notebooks: make grade SUBMISSIONS=path/to/folder
 	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [GRADES=grades.csv]"; exit 2; }

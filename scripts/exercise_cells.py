@@ -8,9 +8,11 @@ An exercise is, in this order (see instructors.md, "Adding a chapter"):
 4. a markdown cell with ``{solution-end}``;
 5. an untagged code cell that calls ``check.<fn>(...)``.
 
-Student editions (scripts/make_student.py) drop cells 2 and 4, stub cells 3 and tag cell 5
-``exercise-check``, so the parser also accepts an exercise without its gate cells. Used by make_student.py, grade.py, chapter_times.py and
-tests/test_exercises.py.
+Student editions (scripts/make_student.py) drop cells 2 and 4, stub cells 3, tag cell 5 ``exercise-check``,
+turn cell 1 into a plain Markdown heading ("### Exercise 1.2 (medium): ...") whose cell metadata
+``exercise`` keeps the label and the directive's title, and add after a "predict, then run" exercise's
+text a markdown answer cell tagged ``exercise-prediction``. The parser accepts both forms. Used by
+make_student.py, make_nbgrader.py, grade.py, chapter_times.py and tests/test_exercises.py.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ import nbformat
 
 SOLUTION_TAG = "solution"
 CHECK_TAG = "exercise-check"  # student editions tag their check cells, so a moved answer cell cannot pass for one
+PREDICTION_TAG = "exercise-prediction"  # the markdown cell of a student edition where the prediction is written
+EXERCISE_META = "exercise"  # cell metadata of a student edition's exercise heading: {"label", "title", "number"}
 EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
 GATE_RE = re.compile(r"^(```+|:::+)\{solution-(?P<kind>start|end)\}[ \t]*(?P<label>\S*)", re.MULTILINE)
 CHECK_CALL_RE = re.compile(r"\bcheck\.\w+\(")
 LEVEL_RE = re.compile(r"\b(easy|medium|hard)\b", re.IGNORECASE)
+PREDICT_RE = re.compile(r"predict,? (then|and) run", re.IGNORECASE)
 
 
 @dataclass
@@ -41,12 +46,18 @@ class Exercise:
     solution_cells: list[int] = field(default_factory=list)    # code cells tagged `solution`
     answer_cells: list[int] = field(default_factory=list)      # all code cells before the check cell
     check_cell: int | None = None                              # the untagged cell calling check.<fn>
+    prediction_cell: int | None = None                         # a student edition's answer cell for the prediction
 
     @property
     def level(self) -> str | None:
         """'easy', 'medium' or 'hard' as written in the title (the last one if several), else None."""
         found = LEVEL_RE.findall(self.title)
         return found[-1].lower() if found else None
+
+    @property
+    def predict(self) -> bool:
+        """True for a "predict, then run" exercise (said in its title or its text)."""
+        return bool(re.search(r"predict", self.title, re.IGNORECASE) or PREDICT_RE.search(self.text))
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:
@@ -58,6 +69,12 @@ def is_gate(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "markdown" and bool(GATE_RE.search(cell.source))
 
 
+def exercise_meta(cell: nbformat.NotebookNode) -> dict | None:
+    """The ``exercise`` metadata of a student edition's exercise heading cell, else None."""
+    meta = cell.get("metadata", {}).get(EXERCISE_META)
+    return meta if cell.cell_type == "markdown" and isinstance(meta, dict) and meta.get("label") else None
+
+
 def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     """The exercises of ``nb`` in order. Cells before the first exercise belong to none."""
     exercises: list[Exercise] = []
@@ -66,6 +83,8 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
             label = LABEL_RE.search(cell.source)
             exercises.append(Exercise(label.group("label") if label else None, m.group("title").strip(), i,
                                       cell.source))
+        elif meta := exercise_meta(cell):
+            exercises.append(Exercise(meta["label"], str(meta.get("title", "")), i, cell.source))
     ends = [ex.cell for ex in exercises[1:]] + [len(nb.cells)]
     for ex, end in zip(exercises, ends, strict=True):
         span = range(ex.cell + 1, end)
@@ -78,6 +97,8 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         # The check cell comes after the solution: after the last solution-tagged cell and gate cell.
         after = max([ex.cell, *ex.solution_cells, *(g[2] for g in ex.gates)])
         tagged = [i for i in span if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
+        ex.prediction_cell = next((i for i in span if nb.cells[i].cell_type == "markdown"
+                                   and PREDICTION_TAG in nb.cells[i].get("metadata", {}).get("tags", [])), None)
         ex.check_cell = tagged[0] if tagged else next(
             (i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"
              and CHECK_CALL_RE.search(nb.cells[i].source)), None)

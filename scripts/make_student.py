@@ -1,11 +1,20 @@
-"""Write student editions of chapters: solutions become stubs, the self-check cells stay.
+"""Write student editions of chapters: solutions become stubs, the self-check cells stay, and the text reads
+well in plain Jupyter.
 
     python scripts/make_student.py chapters/*.ipynb --out student      (what `make student` runs)
 
-In a student edition each code cell tagged ``solution`` holds nbgrader's stub (``# YOUR CODE HERE``,
-``raise NotImplementedError()``) and no output, the ``{solution-start}`` and ``{solution-end}`` cells are
-gone (so no empty dropdowns), and the check cells are kept with their outputs cleared. Everything else,
-including the outputs of the teaching cells, is as in the book.
+In a student edition:
+
+- each code cell tagged ``solution`` holds nbgrader's stub (``# YOUR CODE HERE``, ``raise NotImplementedError()``)
+  and no output; the ``{solution-start}`` and ``{solution-end}`` cells, and whatever lies between them that is
+  not code, are gone (so no empty dropdowns and no written solutions);
+- each exercise is a heading ("### Exercise 1.2 (medium): Self-attention as a function") whose cell metadata
+  ``exercise`` keeps its label; a "predict, then run" exercise is followed by an empty markdown cell, tagged
+  ``exercise-prediction``, for the written prediction;
+- the check cells stay, tagged ``exercise-check``, with their outputs cleared;
+- every markdown cell is plain Markdown (scripts/plain_markdown.py): glued values, references, citations and
+  directives are resolved as the website resolves them; the glue records in the outputs are dropped;
+- everything else, including the outputs of the teaching cells, is as in the book.
 """
 
 from __future__ import annotations
@@ -14,27 +23,78 @@ import argparse
 import sys
 from pathlib import Path
 
-from exercise_cells import CHECK_TAG, find_exercises, is_gate, is_solution, read
+import nbformat
+from book_toc import ROOT
+from exercise_cells import CHECK_TAG, EXERCISE_META, PREDICTION_TAG, SOLUTION_TAG, find_exercises, is_solution, read
 from nbconvert.exporters import NotebookExporter
-from nbconvert.preprocessors import Preprocessor, TagRemovePreprocessor
+from nbconvert.preprocessors import Preprocessor
+from plain_markdown import ChapterText
+from traitlets import Unicode
 
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-GATE_TAG = "solution-gate"  # added to the solution-start/-end cells, which TagRemovePreprocessor then drops;
-# check cells get CHECK_TAG, and TagRemovePreprocessor clears their outputs and those of the solution cells
 
 
-class StubSolutions(Preprocessor):
-    """Replace each solution cell's source by the stub; tag the gate and check cells for removal."""
+def is_glue_record(output) -> bool:
+    """True for the invisible ``display_data`` output through which myst-nb's ``glue`` records a value."""
+    return output.get("output_type") == "display_data" and "scrapbook" in output.get("metadata", {})
+
+
+def inside_gates(nb: nbformat.NotebookNode) -> set[int]:
+    """Indices of the cells between a ``{solution-start}`` cell and its ``{solution-end}`` cell (gates included)."""
+    inside, open_at = set(), None
+    for ex in find_exercises(nb):
+        for kind, _, i in ex.gates:
+            if kind == "start":
+                open_at = i
+            elif open_at is not None:
+                inside.update(range(open_at, i + 1))
+                open_at = None
+    return inside
+
+
+def chapter_path(resources: dict) -> Path:
+    meta = resources.get("metadata", {})
+    return Path(meta.get("path", ".")) / f"{meta.get('name', 'chapter')}.ipynb"
+
+
+def exercise_metadata(ex, text: ChapterText) -> dict:
+    return {"label": ex.label, "title": ex.title, "level": ex.level,
+            "number": text.targets[ex.label].number if ex.label in text.targets else None}
+
+
+class StudentEdition(Preprocessor):
+    """Turn a chapter (read by nbconvert) into its student edition; see the module's docstring."""
+
+    root = Unicode(str(ROOT), help="the book's folder: its _toc.yml numbers the chapters").tag(config=True)
 
     def preprocess(self, nb, resources):
-        for ex in find_exercises(nb):
-            if ex.check_cell is not None:
-                _tag(nb.cells[ex.check_cell], CHECK_TAG)
-        for cell in nb.cells:
-            if is_solution(cell):
-                cell.source = STUB
-            elif is_gate(cell):
-                _tag(cell, GATE_TAG)
+        text = ChapterText.of(nb, chapter_path(resources), Path(self.root))
+        exercises = {ex.cell: ex for ex in find_exercises(nb)}
+        checks = {ex.check_cell for ex in exercises.values()}
+        gated = inside_gates(nb)
+        cells = []
+        for i, cell in enumerate(nb.cells):
+            if i in gated and not (cell.cell_type == "code"):
+                continue  # the gates, and any written solution between them
+            if cell.cell_type == "markdown":
+                cell.source = text.plain(cell.source)
+                if i in exercises:
+                    cell.metadata[EXERCISE_META] = exercise_metadata(exercises[i], text)
+                    cells.append(cell)
+                    if exercises[i].predict:
+                        cells.append(nbformat.v4.new_markdown_cell("", metadata={"tags": [PREDICTION_TAG]}))
+                    continue
+            elif cell.cell_type == "code":
+                if is_solution(cell) or i in gated:
+                    cell.source, cell.outputs, cell.execution_count = STUB, [], None
+                    _tag(cell, SOLUTION_TAG)
+                elif i in checks:
+                    _tag(cell, CHECK_TAG)
+                    cell.outputs, cell.execution_count = [], None
+                else:
+                    cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]
+            cells.append(cell)
+        nb.cells = cells
         return nb, resources
 
 
@@ -44,20 +104,18 @@ def _tag(cell, tag: str) -> None:
         tags.append(tag)
 
 
-def student_exporter() -> NotebookExporter:
-    """An nbconvert exporter that writes a chapter's student edition."""
+def student_exporter(root: Path = ROOT) -> NotebookExporter:
+    """An nbconvert exporter that writes the student edition of a chapter of the book in ``root``."""
     exporter = NotebookExporter()
-    exporter.register_preprocessor(StubSolutions(), enabled=True)
-    exporter.register_preprocessor(TagRemovePreprocessor(
-        remove_cell_tags={GATE_TAG}, remove_all_outputs_tags={"solution", CHECK_TAG}), enabled=True)
+    exporter.register_preprocessor(StudentEdition(root=str(root)), enabled=True)
     return exporter
 
 
-def make_student(chapter: Path, out_dir: Path) -> Path:
+def make_student(chapter: Path, out_dir: Path, root: Path = ROOT) -> Path:
     """Write the student edition of ``chapter`` to ``out_dir`` (same file name) and return its path."""
-    body, _ = student_exporter().from_filename(str(chapter))
+    body, _ = student_exporter(root).from_filename(str(chapter))
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / chapter.name
+    target = out_dir / Path(chapter).name
     target.write_text(body, encoding="utf-8")
     return target
 
