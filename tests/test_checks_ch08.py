@@ -161,3 +161,40 @@ def test_qk_circuit_function_rejects_a_hard_coded_answer(model):
 def test_qk_circuit_function_needs_the_model():
     with pytest.raises(CheckFailed, match="two-layer model"):
         check.qk_circuit_function(_by_hand, circuits.AttentionOnly(24, 20, 16, 1))
+
+
+# ---------------------------------------------------------------- ex-ch08-pieces
+
+
+@pytest.fixture(scope="module")
+def pieces():
+    from attn_helpers import depth
+
+    X = ah.GloVe().embed(ah.ODYSSEY)
+    return {
+        "residual": depth.stack_attention(X, 12, residual=True),
+        "layer_norm": depth.stack_attention(X, 12, layer_norm=True),
+        "both": depth.stack_attention(X, 12, residual=True, layer_norm=True),
+        "plain": depth.stack_attention(X, 12),
+    }
+
+
+def test_collapse_pieces_accepts_solution(pieces, capsys):
+    check.collapse_pieces(pieces["residual"][-1], pieces["layer_norm"][-1])
+    out = capsys.readouterr().out
+    assert "✓ r_residual: correct" in out and "✓ r_layer_norm: correct" in out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda p: (p["layer_norm"][-1], p["residual"][-1]), "collapsed to round-off"),
+    (lambda p: (p["both"][-1], p["layer_norm"][-1]), "both pieces"),
+    (lambda p: (p["plain"][-1], p["layer_norm"][-1]), "neither piece"),  # also collapsed: either hint fits
+    (lambda p: (p["residual"][0], p["layer_norm"][-1]), "before the first layer"),
+    (lambda p: (p["residual"][-2], p["layer_norm"][-1]), "after 11 layers"),
+    (lambda p: (p["residual"][-1], p["both"][-1]), "both pieces"),
+    (lambda p: (p["residual"][-1], p["residual"][-1]), "residual only"),
+    (lambda p: (p["residual"][-1], "0.0"), "should be a number"),
+])
+def test_collapse_pieces_rejects_mistakes(pieces, wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.collapse_pieces(*wrong(pieces))

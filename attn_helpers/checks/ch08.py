@@ -10,9 +10,11 @@ import torch
 
 import attn_helpers
 
-from .. import circuits, position
+from .. import circuits, depth, position
 from ..attention import attention
-from . import CheckFailed, check_tensor
+from ..explore import ODYSSEY
+from ..glove import GloVe
+from . import CheckFailed, check_tensor, check_value
 
 
 def exercise_sequence() -> torch.Tensor:
@@ -43,6 +45,29 @@ def shuffled_with_positions(out: torch.Tensor) -> None:
     })
     if not torch.allclose(expected, carried[perm], atol=1e-4):
         print("✓ and it is not the old output reordered: with positions, word order changes the outputs")
+
+
+def collapse_pieces(r_residual: float, r_layer_norm: float) -> None:
+    """Exercise ex-ch08-pieces: r after 12 layers on the Odyssey sentence, residual only and LayerNorm only."""
+    X = GloVe().embed(ODYSSEY)  # (t, d) = (11, 50)
+    residual = depth.stack_attention(X, 12, residual=True)
+    layer_norm = depth.stack_attention(X, 12, layer_norm=True)
+    plain = depth.stack_attention(X, 12)[-1]
+    both = depth.stack_attention(X, 12, residual=True, layer_norm=True)[-1]
+    before = "this is r before the first layer; take the last value, after 12 layers: values[-1]."
+    check_value(r_residual, residual[-1], "r_residual", {
+        "this r has collapsed to round-off, as with LayerNorm only or with neither piece; r_residual "
+        "uses residual=True alone.": layer_norm[-1],
+        "this is attention with neither piece; set residual=True.": plain,
+        "this is with both pieces; leave layer_norm out (False) for r_residual.": both,
+        before: residual[0],
+        "this is r after 11 layers; stack 12 and take the last value.": residual[-2],
+    }, atol=1e-6)
+    check_value(r_layer_norm, layer_norm[-1], "r_layer_norm", {
+        "this is the value with the residual only; r_layer_norm uses layer_norm=True alone.": residual[-1],
+        "this is with both pieces; leave the residual out (False) for r_layer_norm.": both,
+        before: layer_norm[0],
+    }, atol=1e-6)
 
 
 @contextlib.contextmanager
