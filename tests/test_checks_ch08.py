@@ -152,6 +152,12 @@ def test_qk_circuit_function_rejects_mistakes_and_the_shortcut(model, wrong, hin
     assert callable(circuits.qk_circuit) and circuits.qk_circuit(model).shape == (24, 24)
 
 
+def test_qk_circuit_function_leaves_the_random_state_alone(model):
+    state = torch.random.get_rng_state()
+    check.qk_circuit_function(_by_hand, model)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
 def test_qk_circuit_function_rejects_a_hard_coded_answer(model):
     fixed = _by_hand(model).detach()
     with pytest.raises(CheckFailed, match="freshly initialised"):

@@ -138,8 +138,9 @@ def qk_circuit_function(fn: Callable[[circuits.AttentionOnly], torch.Tensor], mo
     """Exercise ex-ch08-circuit: ``fn(model)`` returns layer 2's QK circuit (V, V), computed from the weights."""
     if not isinstance(model, circuits.AttentionOnly) or len(model.layers) < 2:
         raise CheckFailed("pass the chapter's two-layer model, `two_layer`, as the second argument.")
-    torch.manual_seed(803)
-    fresh = circuits.AttentionOnly(model.vocab_size, model.seq_len, model.d_model, 2)  # catches hard-coded answers
+    with torch.random.fork_rng(devices=[]):  # leave the learner's random state alone
+        torch.manual_seed(803)
+        fresh = circuits.AttentionOnly(model.vocab_size, model.seq_len, model.d_model, 2)  # catches hard-coded answers
     message = "the exercise asks you to compute the circuit yourself; do not call circuits.qk_circuit."
     for name, m in (("the chapter's model", model), ("a freshly initialised model", fresh)):
         with _forbidden(circuits, "qk_circuit", message), torch.no_grad():
