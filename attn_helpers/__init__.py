@@ -29,3 +29,6 @@ from .cost import (
 )
 from .masks import MASK_CONVENTIONS, causal_mask, convert_mask, padding_mask
 from .torch_compat import copy_from_torch_mha, copy_to_torch_mha, from_torch_mha, to_torch_mha
+
+# chapter 8 exports (also: attn_helpers.blocks, attn_helpers.circuits, attn_helpers.depth)
+from .position import is_permutation_equivariant, rope, sinusoidal_encoding
