@@ -136,8 +136,8 @@ def _look_back_weights() -> torch.Tensor:
 
 
 def look_back_distance(look_back: Callable) -> None:
-    """Exercise ex-ch05-lookback: look_back(weights) (b, h, t, t) -> (h,), the mean of sum_j w_ij (i - j)
-    over the sequences and the queries i >= 2."""
+    """Chapter 5, "How far back does each head look": ``look_back(weights)`` maps ``(b, h, t, t)`` to ``(h,)``,
+    the mean of sum_j w_ij (i - j) over the sequences and the queries i >= 2."""
     w = _look_back_weights()
     t = w.shape[-1]
     i = torch.arange(t, dtype=torch.float32)
