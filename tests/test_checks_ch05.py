@@ -182,3 +182,41 @@ def test_manual_multi_head_rejects_wrong_weights(kwargs, hint):
 def test_manual_multi_head_rejects_wrong_outputs(kwargs, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.manual_multi_head(*_forward(**kwargs))
+
+
+# ---------------------------------------------------------------- ex-ch05-lookback
+
+
+def look_back_ok(weights):
+    t = weights.shape[-1]
+    i = torch.arange(t)
+    distance = (i[:, None] - i[None, :]).float()
+    return (weights * distance).sum(-1)[:, :, 2:].mean(dim=(0, 2))
+
+
+def _distance(t, sign=1):
+    i = torch.arange(t).float()
+    return sign * (i[:, None] - i[None, :])
+
+
+def test_look_back_distance_accepts_solution(capsys):
+    check.look_back_distance(look_back_ok)
+    assert capsys.readouterr().out.count("correct") == 1
+
+
+@pytest.mark.parametrize("look_back, hint", [
+    (lambda w: (w * _distance(w.shape[-1], -1)).sum(-1)[:, :, 2:].mean(dim=(0, 2)), "i - j, not j - i"),
+    (lambda w: (w * _distance(w.shape[-1])).sum(-2)[:, :, 2:].mean(dim=(0, 2)), "summed over the queries"),
+    (lambda w: (w * _distance(w.shape[-1])).sum(-1).mean(dim=(0, 2)), "queries i >= 2"),
+    (lambda w: (torch.arange(w.shape[-1]) - w.argmax(-1)).float()[:, :, 2:].mean(dim=(0, 2)), "argmax"),
+    (lambda w: (w * _distance(w.shape[-1])).sum(-1)[:, :, 2:].mean(dim=2), "not over the sequences"),
+    (lambda w: look_back_ok(w).mean(), "over the heads too"),
+])
+def test_look_back_distance_rejects_mistakes(look_back, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.look_back_distance(look_back)
+
+
+def test_look_back_distance_rejects_integer_answer():
+    with pytest.raises(CheckFailed, match="dtype"):
+        check.look_back_distance(lambda w: look_back_ok(w).round().long())

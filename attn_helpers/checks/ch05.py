@@ -138,3 +138,35 @@ def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
         "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without transpose(1, 2), which mixes tokens.": unmerged,
         "you forgot the output projection W_o.": merged,
     })
+
+
+def _look_back_weights() -> torch.Tensor:
+    """Random attention weights (b, h, t, t) = (3, 2, 7, 7) on which look_back is checked."""
+    scores = 2 * torch.randn(3, 2, 7, 7, generator=torch.Generator().manual_seed(505))
+    return torch.softmax(scores, dim=-1)
+
+
+def look_back_distance(look_back: Callable) -> None:
+    """Chapter 5, "How far back does each head look": ``look_back(weights)`` maps ``(b, h, t, t)`` to ``(h,)``,
+    the mean of sum_j w_ij (i - j) over the sequences and the queries i >= 2."""
+    w = _look_back_weights()
+    t = w.shape[-1]
+    i = torch.arange(t, dtype=torch.float32)
+    distance = i[:, None] - i[None, :]  # (t, t): query i minus key j
+    per_query = (w * distance).sum(-1)  # (b, h, t)
+    expected = per_query[:, :, 2:].mean(dim=(0, 2))  # (h,)
+    nearest = (i - w.argmax(-1).float())[:, :, 2:].mean(dim=(0, 2))  # distance to the top key only
+    answer = look_back(w.clone())
+    check_tensor(answer, expected, "look_back(weights)", {
+        "the distances come out negative: measure query position minus key position, i - j, not j - i.":
+            -expected,
+        "you summed over the queries (dim=-2): a query's weights over the keys are its row, so sum over dim=-1.":
+            (w * distance).sum(-2)[:, :, 2:].mean(dim=(0, 2)),
+        "you averaged over every query; use only the queries i >= 2, which have a token two back.":
+            per_query.mean(dim=(0, 2)),
+        "you took only the key with the largest weight (argmax); weight every key's distance by its "
+        "attention weight and sum.": nearest,
+        "you averaged over the queries but not over the sequences of the batch: the result has one number "
+        "per head, shape (h,).": per_query[:, :, 2:].mean(dim=2),
+        "you averaged over the heads too: return one number per head, shape (h,).": expected.mean(),
+    })
