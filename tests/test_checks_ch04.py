@@ -165,11 +165,20 @@ def test_recall_scores_accepts_solution_and_matches_the_head(recall_head, capsys
     (lambda x, raw, B: x[0] @ B @ x.T, "first pair's row"),
     (lambda x, raw, B: x @ B @ x.T, "whole"),
     (lambda x, raw, B: x[-1] @ x.T, "left out B"),
+    (lambda x, raw, B: torch.log_softmax(x[-1] @ B @ x.T, -1), "without calling the head"),
 ])
 def test_recall_scores_rejects_mistakes(recall_head, wrong, hint):
     x, raw, B = _recall_parts(recall_head)
     with pytest.raises(CheckFailed, match=hint):
         check.recall_scores(wrong(x, raw, B), recall_head)
+
+
+def test_recall_scores_rejects_the_log_of_the_heads_weights(recall_head):
+    x, _, _ = _recall_parts(recall_head)
+    with torch.no_grad():
+        weights = recall_head(x)[1][-1]
+    with pytest.raises(CheckFailed, match="logarithms of the head's weights"):
+        check.recall_scores(weights.log(), recall_head)
 
 
 def test_recall_scores_rejects_wrong_or_untrained_head(recall_head):

@@ -147,4 +147,6 @@ def recall_scores(answer: torch.Tensor, head: nn.Module) -> None:
         "this is the whole (t, t) score matrix; keep only the question's row, the last one.": x @ B @ x.T,
         "you left out B: these are plain dot products x_q·x_j; put B = W_Qᵀ W_K / √d_k between them.":
             x[-1] @ x.T,
+        "these are the logarithms of the head's weights, which differ from the scores by a constant; "
+        "compute the scores from recall_map and x_new, without calling the head.": torch.log_softmax(expected, dim=-1),
     })
