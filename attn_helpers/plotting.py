@@ -52,7 +52,7 @@ def plot_attention(
         _, ax = plt.subplots(figsize=(size + 1.0, max(3.0, 0.5 * w.shape[0] + 1.2)))
     sns.heatmap(
         w.numpy(), ax=ax, cmap=cmap, vmin=0.0 if w.min() >= 0 else None,
-        annot=annotate, fmt=".2f", annot_kws={"fontsize": 8}, square=True,
+        annot=annotate, fmt=".2f", annot_kws={"fontsize": 9}, square=True,
         xticklabels=list(key_tokens), yticklabels=list(tokens), cbar_kws={"shrink": 0.8},
     )
     ax.set_xlabel("key (attended to)")

@@ -9,6 +9,8 @@ to find the right neighbour from the position part and to copy the identity part
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,18 @@ class TrainResult:
 
     losses: list[float] = field(default_factory=list)
     accuracy: float = 0.0
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block on one CPU thread (chapter 4): a fixed summation order, so training gives the same
+    numbers on every run and machine with the same PyTorch. Restores the thread count afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
@@ -127,9 +141,7 @@ def train_copy_task(
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a fixed summation order: identical losses across machines and runs
-    try:
+    with one_thread():  # a fixed summation order: identical losses across machines and runs
         bar = tqdm(range(steps), desc="training", file=sys.stdout, disable=not progress, ncols=80, mininterval=0.5)
         for _ in bar:
             x, _, targets = copy_task_batch(batch_size, seq_len, vocab_size, offset, gen)
@@ -141,8 +153,6 @@ def train_copy_task(
             result.losses.append(loss.item())
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         result.accuracy = copy_task_accuracy(model, offset=offset, seq_len=seq_len, vocab_size=vocab_size)
-    finally:
-        torch.set_num_threads(threads)
     return result
 
 

@@ -153,3 +153,71 @@ def test_next_token_head_rejects_wrong_module():
         check.next_token_head(ah.SelfAttentionHead(18, 8))
     with pytest.raises(CheckFailed, match="SelfAttentionHead"):
         check.next_token_head(torch.nn.Linear(18, 10))
+
+
+# ---------------------------------------------------------------- ex-ch04-recall
+
+@pytest.fixture(scope="module")
+def recall_head():
+    from attn_helpers import tasks
+
+    torch.manual_seed(0)
+    head = ah.SelfAttentionHead(19, 16, d_v=10)
+    tasks.train_recall(head, steps=200, lr=0.05, seed=0)
+    return head
+
+
+def _recall_parts(head):
+    x, labels = check.recall_question()
+    with torch.no_grad():
+        raw = head.W_q.weight.T @ head.W_k.weight
+    return x, raw, raw / math.sqrt(head.d_k)
+
+
+def test_recall_question_is_fixed_and_well_formed():
+    x, labels = check.recall_question()
+    assert x.shape == (7, 19) and len(labels) == 7 and labels[-1].endswith("?")
+    assert torch.equal(x, check.recall_question()[0])
+    assert x[-1, 18] == 1 and x[:-1, 18].sum() == 0
+
+
+def test_recall_scores_accepts_solution_and_matches_the_head(recall_head, capsys):
+    x, _, B = _recall_parts(recall_head)
+    scores_q = x[-1] @ B @ x.T
+    check.recall_scores(scores_q, recall_head)
+    assert "✓ scores_q: correct" in capsys.readouterr().out
+    with torch.no_grad():
+        assert torch.allclose(torch.softmax(scores_q, -1), recall_head(x)[1][-1], atol=1e-5)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, raw, B: x[-1] @ raw @ x.T, "forgot the scale"),
+    (lambda x, raw, B: x @ B @ x[-1], "question on the left"),
+    (lambda x, raw, B: torch.softmax(x[-1] @ B @ x.T, -1), "after the softmax"),
+    (lambda x, raw, B: x[0] @ B @ x.T, "first pair's row"),
+    (lambda x, raw, B: x @ B @ x.T, "whole"),
+    (lambda x, raw, B: x[-1] @ x.T, "left out B"),
+    (lambda x, raw, B: torch.log_softmax(x[-1] @ B @ x.T, -1), "without calling the head"),
+])
+def test_recall_scores_rejects_mistakes(recall_head, wrong, hint):
+    x, raw, B = _recall_parts(recall_head)
+    with pytest.raises(CheckFailed, match=hint):
+        check.recall_scores(wrong(x, raw, B), recall_head)
+
+
+def test_recall_scores_rejects_the_log_of_the_heads_weights(recall_head):
+    x, _, _ = _recall_parts(recall_head)
+    with torch.no_grad():
+        weights = recall_head(x)[1][-1]
+    with pytest.raises(CheckFailed, match="logarithms of the head's weights"):
+        check.recall_scores(weights.log(), recall_head)
+
+
+def test_recall_scores_rejects_wrong_or_untrained_head(recall_head):
+    x, _, B = _recall_parts(recall_head)
+    with pytest.raises(CheckFailed, match="recall_head"):
+        check.recall_scores(x[-1] @ B @ x.T, ah.SelfAttentionHead(18, 8, d_v=10))
+    torch.manual_seed(1)
+    fresh = ah.SelfAttentionHead(19, 16, d_v=10)
+    with pytest.raises(CheckFailed, match="not learned"):
+        check.recall_scores(x[-1] @ B @ x.T, fresh)

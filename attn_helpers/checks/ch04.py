@@ -119,3 +119,43 @@ def next_token_head(head: nn.Module) -> None:
             f"weight fall on the token the row copies. Hint: check that you passed the trained head."
         )
     print("✓ attention map: correct")
+
+
+# ---------------------------------------------------------------- ex-ch04-recall (associative recall)
+
+def recall_question() -> tuple[torch.Tensor, list[str]]:
+    """The sequence of exercise ex-ch04-recall: ``x_new`` (t, d) = (7, 19), six pairs then a question, and its labels."""
+    from ..tasks import recall_batch, recall_labels
+
+    x, keys, values, query, _ = recall_batch(1, generator=torch.Generator().manual_seed(406))
+    return x[0], recall_labels(keys[0], values[0], query[0])
+
+
+def recall_scores(answer: torch.Tensor, head: nn.Module) -> None:
+    """Exercise ex-ch04-recall: the question's scores ``x_q^T B x_j`` (7,), with B = W_Qᵀ W_K / √d_k of ``head``."""
+    from ..tasks import recall_accuracy
+
+    if not isinstance(head, SelfAttentionHead) or (head.d_model, head.d_v) != (19, 10):
+        raise CheckFailed(
+            "pass the chapter's trained recall_head, an ah.SelfAttentionHead(19, 16, d_v=10): "
+            "8 key features + 10 value features + the query flag in, one score per digit out."
+        )
+    if recall_accuracy(head, n=500) < 0.9:
+        raise CheckFailed("this head has not learned the task; pass the chapter's trained recall_head.")
+    x, _ = recall_question()  # (t, d)
+    with torch.no_grad():
+        raw = head.W_q.weight.T @ head.W_k.weight  # (d, d)
+    B = raw / math.sqrt(head.d_k)
+    expected = x[-1] @ B @ x.T  # (t,): the question's row
+    check_tensor(answer, expected, "scores_q", {
+        "you forgot the scale: B = W_Qᵀ W_K / √d_k, as in the chapter's recall_map.": x[-1] @ raw @ x.T,
+        "this is how much each token's query likes the question, x_jᵀ B x_q (a column of the scores). "
+        "The question's scores are its row: x_qᵀ B x_j, with the question on the left.": x @ B @ x[-1],
+        "this is after the softmax; the exercise asks for the scores before it.": torch.softmax(expected, dim=-1),
+        "this is the first pair's row of scores; the question is the last token, x_new[-1].": x[0] @ B @ x.T,
+        "this is the whole (t, t) score matrix; keep only the question's row, the last one.": x @ B @ x.T,
+        "you left out B: these are plain dot products x_q·x_j; put B = W_Qᵀ W_K / √d_k between them.":
+            x[-1] @ x.T,
+        "these are the logarithms of the head's weights, which differ from the scores by a constant; "
+        "compute the scores from recall_map and x_new, without calling the head.": torch.log_softmax(expected, dim=-1),
+    })

@@ -1,0 +1,98 @@
+"""Tests for attn_helpers.tasks: associative recall, the task that needs attention by content (chapter 4)."""
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers import tasks, training
+
+
+def test_recall_batch_layout_and_answer():
+    x, keys, values, query, target = tasks.recall_batch(50, generator=torch.Generator().manual_seed(0))
+    assert x.shape == (50, 7, 19) and keys.shape == values.shape == (50, 6) and query.shape == target.shape == (50,)
+    assert all(len(set(row.tolist())) == 6 for row in keys)                  # keys differ within a sequence
+    assert torch.equal(x[:, :6, :8].argmax(-1), keys)                         # one-hot key first
+    assert torch.equal(x[:, :6, 8:18].argmax(-1), values)                     # then one-hot value
+    assert torch.all(x[:, :6, 18] == 0) and torch.all(x[:, 6, 18] == 1)       # query flag on the question only
+    assert torch.equal(x[:, 6, :8].argmax(-1), query) and torch.all(x[:, 6, 8:18] == 0)
+    assert torch.all(x.sum(-1)[:, :6] == 2) and torch.all(x.sum(-1)[:, 6] == 2)
+    match = keys == query[:, None]
+    assert torch.all(match.sum(-1) == 1)                                      # the question names one pair
+    assert torch.equal(values[match], target)                                 # whose value is the answer
+
+
+def test_recall_batch_is_seeded():
+    a = tasks.recall_batch(4, generator=torch.Generator().manual_seed(5))
+    b = tasks.recall_batch(4, generator=torch.Generator().manual_seed(5))
+    assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n_pairs": 9}, "n_pairs <= n_keys"),
+    ({"n_pairs": 0}, "n_pairs must be an integer of at least 1"),
+    ({"n_keys": 27, "n_pairs": 3}, "26 letters"),
+    ({"n_values": 11}, "10 digits"),
+    ({"n_values": 1}, "n_values must be an integer of at least 2"),
+    ({"batch_size": 0}, "batch_size must be"),
+    ({"batch_size": True}, "batch_size must be"),
+])
+def test_recall_batch_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tasks.recall_batch(**{"batch_size": 2, **kwargs})
+
+
+def test_encode_recall_bad_input():
+    keys, values, query = torch.tensor([[0, 1]]), torch.tensor([[3, 4]]), torch.tensor([1])
+    assert tasks.encode_recall(keys, values, query).shape == (1, 3, 19)
+    with pytest.raises(ValueError, match=r"\(b, n_pairs\)"):
+        tasks.encode_recall(keys[0], values[0], query)
+    with pytest.raises(ValueError, match="key ids"):
+        tasks.encode_recall(keys, values, torch.tensor([8]))
+    with pytest.raises(ValueError, match="value ids"):
+        tasks.encode_recall(keys, torch.tensor([[3, 10]]), query)
+
+
+def test_labels_and_features():
+    assert tasks.recall_labels(torch.tensor([2, 0]), torch.tensor([7, 1]), 2) == ["C=7", "A=1", "C?"]
+    with pytest.raises(ValueError, match="one sequence"):
+        tasks.recall_labels(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long), 0)
+    names = tasks.recall_features()
+    assert len(names) == 19 and names[0] == "key A" and names[8] == "value 0" and names[-1] == "query"
+
+
+def test_train_recall_learns_by_content_and_is_reproducible():
+    def run():
+        torch.manual_seed(0)
+        head = ah.SelfAttentionHead(19, 16, d_v=10)
+        return head, tasks.train_recall(head, steps=200, seed=0)
+
+    head, result = run()
+    assert len(result.losses) == 200 and result.losses[-1] < 0.1 * result.losses[0]
+    assert result.accuracy > 0.95                                             # chance is 10%
+    x, keys, _, query, _ = tasks.recall_batch(200, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        _, weights = tasks.recall_logits(head, x)                            # (b, t, t)
+    assert torch.equal(weights[:, -1].argmax(-1), (keys == query[:, None]).int().argmax(-1))
+    assert run()[1].losses == result.losses                                   # same seed, same numbers
+
+
+def test_recall_accuracy_of_an_untrained_head_is_near_chance():
+    torch.manual_seed(0)
+    assert tasks.recall_accuracy(ah.SelfAttentionHead(19, 16, d_v=10)) < 0.3
+
+
+def test_train_recall_rejects_wrong_model_and_steps():
+    with pytest.raises(ValueError, match=r"SelfAttentionHead\(19, 8, d_v=10\)"):
+        tasks.train_recall(ah.SelfAttentionHead(18, 8, d_v=10))
+    with pytest.raises(ValueError, match="steps must be"):
+        tasks.train_recall(ah.SelfAttentionHead(19, 8, d_v=10), steps=0)
+
+
+def test_one_thread_restores_the_thread_count():
+    before = torch.get_num_threads()
+    with training.one_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), training.one_thread():
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
