@@ -27,6 +27,7 @@ from .cost import (
     TensorMemoryTracker, loglog_slope, loop_attention, measure_memory, measure_time, peak_tensor_memory, plot_loglog,
     time_call,
 )
+from .cost import count_flops, measure_flops, plot_flops  # chapter 7: counted FLOPs
 from .masks import MASK_CONVENTIONS, causal_mask, convert_mask, padding_mask
 from .torch_compat import copy_from_torch_mha, copy_to_torch_mha, from_torch_mha, to_torch_mha
 

@@ -1,6 +1,8 @@
 """Tests for attn_helpers.cost: correctness of the measurements, not speed (chapters 6-7)."""
 
 import math
+import subprocess
+import sys
 import time
 
 import matplotlib
@@ -18,11 +20,15 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 import attn_helpers as ah  # noqa: E402
 from attn_helpers.cost import (  # noqa: E402
     TensorMemoryTracker,
+    _dispatch_mode_base,
+    count_flops,
     loglog_slope,
     loop_attention,
+    measure_flops,
     measure_memory,
     measure_time,
     peak_tensor_memory,
+    plot_flops,
     plot_loglog,
     time_call,
 )
@@ -111,6 +117,76 @@ def test_peak_tensor_memory_sees_the_t_by_t_matrix_only_without_fusion():
     assert 2 * tt <= math_peak < 3 * tt
     assert 3 * tt <= book_peak < 4 * tt
     assert flash_peak == 4 * t * 32 + 4 * t  # the output and one logsumexp per query
+
+
+# ---------------------------------------------------------------- the one private PyTorch API
+
+
+def test_private_dispatch_mode_is_still_what_cost_relies_on():
+    # If this fails, a PyTorch release changed TorchDispatchMode: update _dispatch_mode_base in cost.py.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    base = _dispatch_mode_base()
+    assert issubclass(base, TorchDispatchMode) and issubclass(TensorMemoryTracker, TorchDispatchMode)
+    assert isinstance(TorchDispatchMode.__dict__["_should_skip_dynamo"], classmethod)
+    assert TorchDispatchMode._should_skip_dynamo() is True and TensorMemoryTracker._should_skip_dynamo() is False
+    # the override works: __torch_dispatch__ is our own function, not wrapped for torch.compile
+    assert TensorMemoryTracker.__torch_dispatch__ is TensorMemoryTracker.__dict__["__torch_dispatch__"]
+
+
+def test_memory_tracker_does_not_import_dynamo():
+    code = (
+        "import sys, torch; from attn_helpers.cost import peak_tensor_memory\n"
+        "x = torch.randn(4, 4); peak = peak_tensor_memory(torch.matmul, x, x)\n"
+        "assert peak == 64, peak\n"
+        "assert 'torch._dynamo' not in sys.modules, 'TorchDispatchMode now imports torch._dynamo'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+# ---------------------------------------------------------------- FLOPs
+
+
+def test_count_flops_counts_two_per_multiply_add():
+    a, b = torch.randn(3, 5), torch.randn(5, 7)
+    assert count_flops(torch.matmul, a, b) == 2 * 3 * 5 * 7
+    assert count_flops(torch.softmax, a, -1) == 0  # element-wise work is not counted
+    q = torch.randn(1, 2, 16, 8)
+    assert count_flops(ah.attention, q, q, q) == 2 * (2 * 2 * 16 * 16 * 8)  # QKᵀ and weights @ V
+
+
+def test_measure_flops_splits_projections_and_attention():
+    d = 16
+    table = measure_flops([4, 8, 32, 64], d=d, num_heads=2)
+    t = table.index.to_numpy()
+    assert list(table.columns) == ["projections", "attention"]
+    assert (table["projections"] == 8 * t * d ** 2).all()
+    assert (table["attention"] == 4 * t ** 2 * d).all()
+    assert table.loc[2 * d, "projections"] == table.loc[2 * d, "attention"]  # the crossover
+    assert table.equals(measure_flops([4, 8, 32, 64], d=d, num_heads=2))
+
+
+def test_measure_flops_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="increasing"):
+        measure_flops([8, 4])
+
+
+def test_plot_flops_draws_two_stacked_panels_with_the_crossover():
+    table = measure_flops([8, 16, 32, 64], d=8, num_heads=2)
+    fig = plot_flops(table, d=8)
+    top, bottom = fig.axes
+    assert len(top.lines) == 3 and top.get_yscale() == "log"  # two columns and the t = 2d line
+    share = bottom.lines[0].get_ydata()
+    assert np.allclose(share, 100 * table.index / (2 * 8 + table.index))  # t / (2d + t)
+    assert any(np.allclose(line.get_xdata(), 16) for line in bottom.lines[1:])
+    assert fig.get_size_inches()[0] <= 7.4
+    plt.close(fig)
+
+
+def test_plot_flops_rejects_other_tables():
+    with pytest.raises(ValueError, match="measure_flops"):
+        plot_flops(pd.DataFrame({"book": [1.0]}), d=8)
 
 
 # ---------------------------------------------------------------- measure_time / measure_memory
