@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.ticker import ScalarFormatter
 
+from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention
 from .validate import as_float_tensor
 
@@ -82,51 +83,7 @@ def time_call(
     return best
 
 
-def _dispatch_mode_base() -> type:
-    """PyTorch's ``TorchDispatchMode``: the one private PyTorch API this module uses (chapters 6-7).
-
-    A dispatch mode sees every operator call below autograd together with the tensors it returns,
-    which is what counting the bytes of every intermediate tensor needs (``torch.profiler`` reports
-    allocations per operator, not the peak of the tensors alive at once). PyTorch keeps the class
-    in the private module ``torch.utils._python_dispatch``. The subclass returned here also turns
-    off the ``torch.compile`` guard that would import ``torch._dynamo`` (a second or more) on first
-    use; nothing here runs under ``torch.compile``. ``tests/test_cost.py`` fails if a release of
-    PyTorch changes either.
-    """
-    try:
-        from torch.utils._python_dispatch import TorchDispatchMode
-    except ImportError as error:  # pragma: no cover - only on a PyTorch that moved it
-        raise ImportError(
-            f"PyTorch {torch.__version__} no longer has torch.utils._python_dispatch.TorchDispatchMode, "
-            f"which attn_helpers.cost uses to count tensor memory: update _dispatch_mode_base there."
-        ) from error
-    if not hasattr(TorchDispatchMode, "_should_skip_dynamo"):  # pragma: no cover
-        raise ImportError(
-            f"PyTorch {torch.__version__} changed TorchDispatchMode (no _should_skip_dynamo): "
-            f"update _dispatch_mode_base in attn_helpers/cost.py."
-        )
-
-    class EagerDispatchMode(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            return False  # never wrap __torch_dispatch__ for torch.compile
-
-    return EagerDispatchMode
-
-
-def _tensors(tree: object) -> Iterator[torch.Tensor]:
-    """The tensors in an operator's arguments or results: nested tuples, lists and dicts."""
-    if isinstance(tree, torch.Tensor):
-        yield tree
-    elif isinstance(tree, (tuple, list)):
-        for item in tree:
-            yield from _tensors(item)
-    elif isinstance(tree, dict):
-        for item in tree.values():
-            yield from _tensors(item)
-
-
-class TensorMemoryTracker(_dispatch_mode_base()):
+class TensorMemoryTracker(dispatch_mode_base()):
     """Counts the bytes of tensors created by PyTorch operators while active (chapters 6-7).
 
     ``with TensorMemoryTracker() as m: ...`` then read ``m.peak`` (most bytes alive at once),
@@ -146,10 +103,10 @@ class TensorMemoryTracker(_dispatch_mode_base()):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
-        for x in _tensors((args, kwargs)):
+        for x in tensors_in((args, kwargs)):
             self._seen.add(x.untyped_storage())  # existing storage: never counted
         out = func(*args, **kwargs)
-        for x in _tensors(out):
+        for x in tensors_in(out):
             storage = x.untyped_storage()
             if storage not in self._seen:
                 self._seen.add(storage)

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+
+from .._torch_private import dispatch_mode_base, tensors_in
 
 
 class CheckFailed(AssertionError):
@@ -126,22 +126,18 @@ class Op:
     outputs: list[tuple[int, ...]]  # shapes of the floating-point tensors it returned
 
 
-class _OpRecorder(TorchDispatchMode):
+class _OpRecorder(dispatch_mode_base()):
     """Records every ATen operator that runs, below autograd (so ``x.softmax`` shows up as ``_softmax``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[Op] = []
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as in cost.TensorMemoryTracker: avoids importing torch._dynamo on first use
-
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        inputs = [tuple(x.shape) for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
-        outputs = [tuple(x.shape) for x in tree_flatten(out)[0]
+        inputs = [tuple(x.shape) for x in tensors_in((args, kwargs)) if isinstance(x, torch.Tensor)]
+        outputs = [tuple(x.shape) for x in tensors_in(out)
                    if isinstance(x, torch.Tensor) and torch.is_floating_point(x)]
         self.ops.append(Op(func.overloadpacket.__name__, inputs, outputs))
         return out
@@ -226,7 +222,7 @@ _WATCHED_OUTPUTS: deque[torch.Tensor] = deque(maxlen=64)  # kept alive, so their
 def _recording_class(cls: type[nn.Module]) -> type[nn.Module]:
     def forward(self: nn.Module, *args: object, **kwargs: object) -> object:
         out = cls.forward(self, *args, **kwargs)
-        _WATCHED_OUTPUTS.extend(x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor))
+        _WATCHED_OUTPUTS.extend(x for x in tensors_in(out) if isinstance(x, torch.Tensor))
         return out
 
     return type(cls.__name__, (cls,), {"forward": forward, "__doc__": cls.__doc__, "__module__": cls.__module__,

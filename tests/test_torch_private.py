@@ -1,0 +1,47 @@
+"""The one private PyTorch API attn_helpers uses: these tests fail loudly when a PyTorch release changes it."""
+
+import subprocess
+import sys
+
+import torch
+
+from attn_helpers._torch_private import dispatch_mode_base, tensors_in
+from attn_helpers.checks import Watch
+from attn_helpers.cost import TensorMemoryTracker
+
+
+def test_private_dispatch_mode_is_still_what_the_package_relies_on():
+    # If this fails, a PyTorch release changed TorchDispatchMode: update attn_helpers/_torch_private.py.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    base = dispatch_mode_base()
+    assert issubclass(base, TorchDispatchMode) and issubclass(TensorMemoryTracker, TorchDispatchMode)
+    assert isinstance(TorchDispatchMode.__dict__["_should_skip_dynamo"], classmethod)
+    assert TorchDispatchMode._should_skip_dynamo() is True and TensorMemoryTracker._should_skip_dynamo() is False
+    # the override works: __torch_dispatch__ is our own function, not wrapped for torch.compile
+    assert TensorMemoryTracker.__torch_dispatch__ is TensorMemoryTracker.__dict__["__torch_dispatch__"]
+
+
+def test_dispatch_modes_do_not_import_dynamo():
+    code = (
+        "import sys, torch; from attn_helpers.cost import peak_tensor_memory\n"
+        "from attn_helpers.checks import Watch\n"
+        "x = torch.randn(4, 4); peak = peak_tensor_memory(torch.matmul, x, x)\n"
+        "assert peak == 64, peak\n"
+        "with Watch() as w: torch.softmax(x, -1)\n"
+        "assert 'torch._dynamo' not in sys.modules, 'TorchDispatchMode now imports torch._dynamo'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_tensors_in_walks_nested_results():
+    a, b, c = torch.zeros(1), torch.ones(2), torch.ones(3)
+    assert [t.shape[0] for t in tensors_in((a, [b, {"k": c}], 4, None))] == [1, 2, 3]
+    assert list(tensors_in("not a tensor")) == []
+
+
+def test_watch_still_records_operators_below_autograd():
+    with Watch() as watch:
+        torch.randn(2, 3).softmax(-1)
+    assert any(op.name == "_softmax" for op in watch.ops)
