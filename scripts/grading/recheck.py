@@ -1,0 +1,66 @@
+"""Re-check saved answers in a fresh process: ``python recheck.py spec.json`` (run by grade.py, sandboxed).
+
+``spec.json`` holds the statement that imports the chapter's checks (``from attn_helpers.checks import
+ch01 as check``) and, per exercise, its label, the book's check cell and the saved answers' file. For
+each exercise this loads the answers (see answers.py), runs the book's check cell on them with a fresh,
+private copy of attn_helpers, and prints one line ``RECHECK {"label": ..., "result": ..., "detail": ...}``
+with result passed, failed, error or unverified, as soon as it is known.
+
+Answers that contain functions run last: a function's code runs during its check and could print forged
+lines; the grader keeps the first line per label, so it can only forge the lines of function exercises
+after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+if __package__:  # imported by grade.py for MARK
+    from .answers import Unsupported, has_function, load_answers
+else:  # run as a script in the sandbox
+    from answers import Unsupported, has_function, load_answers
+
+MARK = "RECHECK "
+
+
+def recheck(check_import: str, label: str, check_source: str, path: Path) -> tuple[str, str]:
+    """(result, detail) of the book's check cell run on the answers saved in ``path``."""
+    from attn_helpers.checks import CheckFailed
+
+    if not path.exists():
+        return "unverified", "no answers were saved (the kernel stopped before the grader's save cell)"
+    try:
+        namespace = load_answers(path)
+    except Unsupported as exc:
+        return "unverified", f"cannot re-check outside the student's kernel: {exc}"
+    except Exception as exc:  # a file the student's kernel wrote or altered, or a class not allowed
+        return "unverified", f"cannot load the saved answers: {type(exc).__name__}: {exc}".splitlines()[0]
+    exec(check_import, namespace)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(check_source, f"<check {label}>", "exec"), namespace)
+    except CheckFailed as exc:
+        return "failed", str(exc)
+    except Exception as exc:
+        return "error", f"{type(exc).__name__}: {exc}".splitlines()[0]
+    if "✓" not in out.getvalue():
+        return "error", "the check printed no '✓ … correct' line"
+    return "passed", ""
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    exercises = sorted(spec["exercises"], key=lambda e: has_function(Path(e["file"])))
+    for ex in exercises:
+        result, detail = recheck(spec["check_import"], ex["label"], ex["check_source"], Path(ex["file"]))
+        sys.__stdout__.write(MARK + json.dumps({"label": ex["label"], "result": result, "detail": detail}) + "\n")
+        sys.__stdout__.flush()
+
+
+if __name__ == "__main__":
+    main()
