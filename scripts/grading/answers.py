@@ -60,7 +60,8 @@ def save_answers(label, names, path):  # runs inside the student's kernel; impor
                        defaults=encode(obj.__defaults__))
         if callable(obj) and getattr(obj, "__module__", None) not in (None, "__main__") \
                 and isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
-            return tag("import", module=obj.__module__, name=obj.__qualname__)
+            name = obj.__name__ if isinstance(obj, types.BuiltinFunctionType) else obj.__qualname__
+            return tag("import", module=obj.__module__, name=name)
         if type(obj).__module__ == "numpy":
             if hasattr(obj, "shape") and obj.shape != ():
                 return tag("ndarray", value=torch.from_numpy(obj.copy()))

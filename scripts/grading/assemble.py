@@ -16,13 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import find_exercises
+from exercise_cells import EXERCISE_RE, Exercise
+from exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
 from .sandbox import ROOT
 
 LABEL_CHAPTER_RE = re.compile(r"^ex-ch(\d+)-")
 SAVE_TAG = "grader-save"
+
+
+def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
+    """exercise_cells.find_exercises, also for a notebook without any exercise (which it cannot parse)."""
+    if not any(c.cell_type == "markdown" and EXERCISE_RE.search(c.source) for c in nb.cells):
+        return []
+    return _find_exercises(nb)
 
 
 @dataclass
