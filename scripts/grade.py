@@ -16,8 +16,9 @@ Each submission is graded as nbgrader's autograde does, from the instructor's co
    attn_helpers and the data, inside a bubblewrap sandbox (grading/sandbox.py), with a time limit per
    cell and per notebook after which the kernel is killed;
 3. after each exercise a grader cell saves the answer variables the check reads; every exercise whose
-   check passed in the student's kernel is checked again on those saved answers in a fresh sandboxed
-   process (grading/recheck.py). Only if both agree is it "passed".
+   check passed in the student's kernel is checked again on those saved answers, outside that kernel
+   (grading/recheck.py): plain data in the grader's own process, functions in a fresh sandboxed
+   process. Only if both agree is it "passed".
 
 Results: passed, failed (the detail is the check's hint), error (an exception, or the check did not
 run), timeout, missing, unverified (the check passed in the kernel but its answers could not be

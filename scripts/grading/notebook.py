@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 
+from .answers import has_function
 from .assemble import SAVE_TAG, Book, assemble, submission_chapter
 from .execute import Stopped, execute
 from .recheck import MARK
@@ -66,22 +67,48 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
     return "passed", ""
 
 
+_PACKAGE_COPY: Path | None = None
+
+
+def _import_private_copy(package_root: Path) -> None:
+    """Import attn_helpers in this (the grader's) process from a private copy no kernel can reach."""
+    global _PACKAGE_COPY
+    if _PACKAGE_COPY is None:
+        _PACKAGE_COPY = Path(tempfile.mkdtemp(prefix="grade-package-"))
+        make_workdir(_PACKAGE_COPY, package_root)
+        sys.path.insert(0, str(_PACKAGE_COPY / "book"))
+        import attn_helpers.checks  # noqa: F401
+
+
 def _recheck(book: Book, labels: list[str], answers: Path, base: Path, timeout: float,
              hide: list[Path]) -> dict[str, tuple[str, str]]:
-    """Re-check the saved answers of ``labels`` in a fresh sandboxed process with a fresh attn_helpers."""
+    """Re-check the saved answers of ``labels`` outside the student's kernel.
+
+    Answers without functions are plain data, loaded without running any code (answers.py), so they are
+    re-checked here, in the grader's own process. Answers with functions run the student's code, so they
+    are re-checked in a fresh sandboxed process, with a fresh copy of attn_helpers.
+    """
+    from .recheck import recheck
+
+    results: dict[str, tuple[str, str]] = {}
+    checks = {ex.label: ex.check_source for ex in book.exercises}
+    with_code = [label for label in labels if has_function(answers / f"{label}.pt")]
+    for label in labels:
+        if label not in with_code:
+            _import_private_copy(book.package_root)
+            results[label] = recheck(book.check_import, label, checks[label], answers / f"{label}.pt")
+    if not with_code:
+        return results
     work, private = base / "recheck", base / "recheck-private"
     work.mkdir()
     private.mkdir()
     cwd = make_workdir(work, book.package_root)
     (work / "answers").mkdir()
     exercises = []
-    for ex in book.exercises:
-        if ex.label in labels:
-            saved = answers / f"{ex.label}.pt"
-            if saved.exists():
-                shutil.copy(saved, work / "answers" / saved.name)
-            exercises.append({"label": ex.label, "check_source": ex.check_source,
-                              "file": str(work / "answers" / saved.name)})
+    for label in with_code:
+        saved = answers / f"{label}.pt"
+        shutil.copy(saved, work / "answers" / saved.name)
+        exercises.append({"label": label, "check_source": checks[label], "file": str(work / "answers" / saved.name)})
     spec = work / "spec.json"
     spec.write_text(json.dumps({"check_import": book.check_import, "exercises": exercises}))
     argv = wrap([sys.executable, str(RECHECK), str(spec)], work, cwd, private, hide)
@@ -92,15 +119,15 @@ def _recheck(book: Book, labels: list[str], answers: Path, base: Path, timeout: 
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-    results: dict[str, tuple[str, str]] = {}
     for line in out.splitlines():
         if line.startswith(MARK):
             try:
                 got = json.loads(line.removeprefix(MARK))
-                results.setdefault(got["label"], (got["result"], got["detail"]))
+                if got["label"] in with_code:
+                    results.setdefault(got["label"], (got["result"], got["detail"]))
             except (ValueError, KeyError, TypeError):
                 continue
-    for label in labels:
+    for label in with_code:
         if label not in results:
             last = err.strip().splitlines()[-1] if err.strip() else f"exit status {proc.returncode}"
             results[label] = ("unverified", f"the re-check in a fresh process did not finish: {last}")
@@ -155,10 +182,8 @@ def grade_notebook(path: Path, student: str, book: Book, timeout: float = 60, no
         passed = [label for label, (result, _) in results.items() if result == "passed"]
         if passed:
             for label, (result, detail) in _recheck(book, passed, private / "answers", base, timeout, hide).items():
-                if result == "failed":
-                    detail = f"the check passed in the student's kernel but not in a fresh process: {detail}"
-                elif result == "error":
-                    detail = f"the check passed in the student's kernel but not in a fresh process: {detail}"
+                if result in ("failed", "error"):
+                    detail = f"the check passed in the student's kernel but not on its saved answers: {detail}"
                 elif result == "unverified":
                     detail = f"the check passed in the student's kernel; {detail}"
                 results[label] = (result, detail)

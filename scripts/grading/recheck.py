@@ -1,4 +1,7 @@
-"""Re-check saved answers in a fresh process: ``python recheck.py spec.json`` (run by grade.py, sandboxed).
+"""Re-check saved answers outside the student's kernel.
+
+:func:`recheck` runs in the grader's process for answers that are plain data. For answers with functions,
+grade.py runs ``python recheck.py spec.json`` in a fresh sandboxed process.
 
 ``spec.json`` holds the statement that imports the chapter's checks (``from attn_helpers.checks import
 ch01 as check``) and, per exercise, its label, the book's check cell and the saved answers' file. For
