@@ -57,9 +57,10 @@ refresh: $(STAMP)  ## re-execute every chapter in place (after editing one) and 
 student: $(STAMP)  ## write student editions of every chapter (solutions replaced by stubs) to student/
 	$(PY) scripts/make_student.py chapters/*.ipynb --out student
 
-grade: $(STAMP)  ## run the self-checks on submitted notebooks: make grade SUBMISSIONS=path/to/folder
-	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [GRADES=grades.csv]"; exit 2; }
-	$(PY) scripts/grade.py "$(SUBMISSIONS)" $(if $(GRADES),--csv "$(GRADES)")
+grade: $(STAMP)  ## grade submitted notebooks, each in a sandbox: make grade SUBMISSIONS=folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]
+	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]"; exit 2; }
+	$(PY) scripts/grade.py "$(SUBMISSIONS)" $(if $(CHAPTER),--chapter "$(CHAPTER)") $(if $(TIMEOUT),--timeout "$(TIMEOUT)") \
+		$(if $(NOTEBOOK_TIMEOUT),--notebook-timeout "$(NOTEBOOK_TIMEOUT)") $(if $(GRADES),--csv "$(GRADES)") $(if $(JOBS),--jobs "$(JOBS)")
 
 lint: $(STAMP)  ## ruff over the package, tests, scripts and notebooks
 	ruff check attn_helpers tests scripts chapters _ext

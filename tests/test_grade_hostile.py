@@ -6,6 +6,7 @@ grading runs go at once (the main folder with two jobs, and two hanging notebook
 
 import copy
 import csv
+import os
 import subprocess
 import sys
 import time
@@ -21,7 +22,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from grading.sandbox import BWRAP  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not BWRAP, reason="the sandbox needs bubblewrap: apt-get install bubblewrap")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def needs_bwrap():
+    if not BWRAP:  # in CI (.ci/run installs it) a missing sandbox is a failure, elsewhere a skip
+        (pytest.fail if os.environ.get("CI") else pytest.skip)("the sandbox needs bubblewrap: apt-get install bubblewrap")
 
 PATCH = """for _name in ("doubled_query_weights", "self_attention_function", "batched_attention"):
     setattr(check, _name, lambda *a, **k: print("✓ correct"))"""

@@ -139,9 +139,16 @@ def grade_notebook(path: Path, student: str, book: Book, timeout: float = 60, no
     """Grade one submission; one row per exercise of the book's chapter, plus notes."""
     try:
         sub = nbformat.read(path, as_version=4)
-        nbformat.validate(sub)
     except Exception as exc:  # not JSON, not a notebook, unreadable ...
         return [Row(student, WHOLE, "error", f"cannot read the notebook: {type(exc).__name__}: {exc}".splitlines()[0])]
+    try:
+        return _grade(sub, student, book, timeout, notebook_timeout, hide)
+    except Exception as exc:  # a notebook malformed in a way nbformat let through: one row, not a crash
+        return [Row(student, WHOLE, "error", f"cannot grade the notebook: {type(exc).__name__}: {exc}".splitlines()[0])]
+
+
+def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float, notebook_timeout: float,
+           hide: list[Path]) -> list[Row]:
     base = Path(tempfile.mkdtemp(prefix="grade-"))
     try:
         work, private = base / "work", base / "private"
