@@ -23,7 +23,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from grading.sandbox import BWRAP  # noqa: E402
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def needs_bwrap():
     if not BWRAP:  # in CI (.ci/run installs it) a missing sandbox is a failure, elsewhere a skip
