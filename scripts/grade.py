@@ -35,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 from grading.assemble import BookError, find_chapter, infer_chapter, read_book
-from grading.notebook import grade_notebook
+from grading.notebook import grade_notebook, prepare_checks
 from grading.report import WHOLE, Row, format_table, write_csv
 from grading.sandbox import BWRAP, ROOT, UNSANDBOXED
 
@@ -89,6 +89,7 @@ def grade_folder(folder: Path, chapter: str | None = None, chapter_path: Path | 
     book = read_book(chapter_path)
     if not BWRAP:
         print(UNSANDBOXED, file=sys.stderr)
+    prepare_checks(book.package_root, import_now=not BWRAP)
     tasks = [(p, _student(folder, p), book, timeout, notebook_timeout, [folder.resolve()]) for p in notebooks]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:

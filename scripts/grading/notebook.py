@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -70,14 +71,24 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
 _PACKAGE_COPY: Path | None = None
 
 
-def _import_private_copy(package_root: Path) -> None:
-    """Import attn_helpers in this (the grader's) process from a private copy no kernel can reach."""
+def prepare_checks(package_root: Path, import_now: bool) -> None:
+    """Copy attn_helpers for the re-checks in this (the grader's) process, before any submission runs.
+
+    With bwrap no kernel can write the copy (nor see it, under /tmp); without bwrap a kernel could, so
+    the checks are imported from it at once, before the first kernel starts.
+    """
     global _PACKAGE_COPY
     if _PACKAGE_COPY is None:
         _PACKAGE_COPY = Path(tempfile.mkdtemp(prefix="grade-package-"))
+        atexit.register(shutil.rmtree, _PACKAGE_COPY, True)
         make_workdir(_PACKAGE_COPY, package_root)
         sys.path.insert(0, str(_PACKAGE_COPY / "book"))
+    if import_now:
         import attn_helpers.checks  # noqa: F401
+
+
+def _import_private_copy(package_root: Path) -> None:
+    prepare_checks(package_root, import_now=True)
 
 
 def _recheck(book: Book, labels: list[str], answers: Path, base: Path, timeout: float,
@@ -209,4 +220,4 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
         shutil.rmtree(base, ignore_errors=True)
 
 
-__all__ = ["grade_notebook", "SAVE_TAG"]
+__all__ = ["grade_notebook", "prepare_checks", "SAVE_TAG"]
