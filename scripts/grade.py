@@ -4,7 +4,7 @@
                             [--timeout 60] [--notebook-timeout 300] [--csv grades.csv] [--jobs 1]
     (what `make grade SUBMISSIONS=… [CHAPTER=01] [TIMEOUT=…] [NOTEBOOK_TIMEOUT=…] [GRADES=…]` runs)
 
-Every file under the folder gets at least one row: each ``*.ipynb`` is one student's submission, named by
+Every file under the folder but grades.csv gets at least one row: each ``*.ipynb`` is one student's submission, named by
 its path relative to the folder without ``.ipynb``; any other file is reported as not a notebook. The
 chapter is ``--chapter`` or, without it, the one most submissions' exercise labels (``ex-chNN-…``) name.
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     csv_path = args.csv or args.submissions / "grades.csv"
     try:
         rows = grade_folder(args.submissions, args.chapter, args.chapter_path, args.timeout, args.notebook_timeout,
-                            args.jobs, skip={csv_path})
+                            args.jobs, skip={csv_path, args.submissions / "grades.csv"})
     except BookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
