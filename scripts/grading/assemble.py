@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import EXERCISE_RE, Exercise
+from exercise_cells import Exercise
 from exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
@@ -27,10 +27,14 @@ SAVE_TAG = "grader-save"
 
 
 def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
-    """exercise_cells.find_exercises, also for a notebook without any exercise (which it cannot parse)."""
-    if not any(c.cell_type == "markdown" and EXERCISE_RE.search(c.source) for c in nb.cells):
+    """exercise_cells.find_exercises, also for a notebook without any exercise.
+
+    (Its ``zip(..., strict=True)`` raises ValueError when a notebook has no exercise at all.)
+    """
+    try:
+        return _find_exercises(nb)
+    except ValueError:
         return []
-    return _find_exercises(nb)
 
 
 @dataclass

@@ -122,7 +122,9 @@ def _recheck(book: Book, labels: list[str], answers: Path, base: Path, timeout: 
         exercises.append({"label": label, "check_source": checks[label], "file": str(work / "answers" / saved.name)})
     spec = work / "spec.json"
     spec.write_text(json.dumps({"check_import": book.check_import, "exercises": exercises}))
-    argv = wrap([sys.executable, str(RECHECK), str(spec)], work, cwd, private, hide)
+    for script in ("recheck.py", "answers.py"):  # next to the spec, where the sandbox surely sees them
+        shutil.copy(RECHECK.with_name(script), work / script)
+    argv = wrap([sys.executable, str(work / "recheck.py"), str(spec)], work, cwd, private, hide)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                             start_new_session=True)
     try:

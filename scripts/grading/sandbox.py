@@ -82,6 +82,9 @@ def wrap(argv: list[str], work: Path, cwd: Path, private: Path, hide: list[Path]
         return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     hidden = [ROOT / "attn_helpers", ROOT / "data", ROOT / "chapters", private, *hide]
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in dict.fromkeys([Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent]):
+        if Path("/tmp") in path.parents:  # a Python environment under /tmp: bring it back, read-only
+            args += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(p.resolve() for p in hidden):
         if _hideable(path, work):
             args += ["--tmpfs", str(path)]
