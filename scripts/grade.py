@@ -89,7 +89,8 @@ def grade_folder(folder: Path, chapter: str | None = None, chapter_path: Path | 
     book = read_book(chapter_path)
     if not BWRAP:
         print(UNSANDBOXED, file=sys.stderr)
-    prepare_checks(book.package_root, import_now=not BWRAP)
+    # import the checks now if a kernel could write their copy, or to share one import among the workers
+    prepare_checks(book.package_root, import_now=not BWRAP or (jobs > 1 and len(notebooks) > 1))
     tasks = [(p, _student(folder, p), book, timeout, notebook_timeout, [folder.resolve()]) for p in notebooks]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs) as pool:

@@ -1,6 +1,7 @@
 """`make grade` on a folder of honest and hostile submissions of a small synthetic chapter (issue 10).
 
-Each submission is executed for real in its own sandboxed kernel, so the folder is kept small: three
+Each submission is executed for real in its own sandboxed kernel (a few seconds of CPU each: ipykernel,
+torch and attn_helpers), so the folder is kept small, several attacks share a notebook, and three
 grading runs go at once (the main folder with two jobs, and two hanging notebooks with short limits).
 """
 
@@ -97,22 +98,21 @@ def graded(tmp_path_factory):
     folder.mkdir()
     victim = write(chapter(), folder / "alice.ipynb")
     write(student_edition(OTHER_RIGHT), folder / "bob.ipynb")
-    write(with_first_answer_prefix(chapter({**WRONG, "ex-ch01-function": STUB}), APPEND),
-          folder / "a_vandal_checks.ipynb")
-    write(with_first_answer_prefix(chapter(WRONG), PATCH), folder / "cheat_patch.ipynb")
-    write(chapter(WRONG, checks={
+    # graded first: monkeypatches the checks in memory and appends a pass-everything function to its
+    # attn_helpers/checks/__init__.py; the students graded after it must not notice
+    write(with_first_answer_prefix(chapter(WRONG), APPEND + "\n" + PATCH), folder / "a_cheat_patch.ipynb")
+    edits = chapter(WRONG, checks={
         "ex-ch01-predict": 'print("✓ w_doubled: correct")',
         "ex-ch01-function": 'try:\n    check.self_attention_function(self_attention)\nexcept Exception:\n'
                             '    print("✓ W: correct")',
-        "ex-ch01-batch": CHECKS["ex-ch01-batch"]}), folder / "cheat_edits.ipynb")
+        "ex-ch01-batch": CHECKS["ex-ch01-batch"]})
+    del edits.cells[12]  # the text of the (failed) exercise ex-ch01-batch deleted
+    write(edits, folder / "cheat_edits.ipynb")
     write(forged(with_first_answer_prefix(chapter(WRONG), "import os\nos._exit(0)")), folder / "cheat_forge.ipynb")
-    deleted = chapter({**RIGHT, "ex-ch01-function": WRONG["ex-ch01-function"], "ex-ch01-batch": WRONG["ex-ch01-batch"]})
-    del deleted.cells[12]  # the text of the failed exercise ex-ch01-batch
-    write(deleted, folder / "cheat_delete.ipynb")
     write(chapter(labels=["ex-ch02-predict", "ex-ch02-function", "ex-ch02-batch"]), folder / "chapter02.ipynb")
-    write(with_first_answer_prefix(chapter({**RIGHT, "ex-ch01-function": STUB}), PROC.format(mark=folder.name, victim=str(victim),
-                                                          planted=str(folder / "planted.txt"))),
-          folder / "vandal.ipynb")
+    # right answers, but first it looks for the folder in /proc and overwrites a classmate's notebook
+    attack = PROC.format(mark=folder.name, victim=str(victim), planted=str(folder / "planted.txt"))
+    write(with_first_answer_prefix(chapter({**RIGHT, "ex-ch01-function": STUB}), attack), folder / "vandal.ipynb")
     (folder / "eve.py").write_text("w_doubled = None\n")
     (folder / "broken.ipynb").write_text("{ this is not json")
     hangs = {}
@@ -155,27 +155,23 @@ def test_correct_submissions_all_pass(graded):
     assert "alice: 3 passed (of 3 exercises)" in graded["table"]
 
 
-@pytest.mark.parametrize("student", ["a_vandal_checks", "cheat_patch", "cheat_edits", "cheat_forge",
-                                     "cheat_delete", "chapter02"])
+@pytest.mark.parametrize("student", ["a_cheat_patch", "cheat_edits", "cheat_forge", "chapter02"])
 def test_no_cheat_passes_everything(graded, student):
     assert list(results(graded, student).values()) != ["passed"] * 3, graded["table"]
 
 
 def test_patched_checks_are_caught_by_the_re_check(graded):
-    caught = [("cheat_patch", label) for label in LABELS]  # the function too, in its sandboxed process
-    caught += [("a_vandal_checks", "ex-ch01-predict"), ("a_vandal_checks", "ex-ch01-batch")]
-    for key in caught:
-        result, detail = graded["rows"][key]
-        assert result == "failed" and "passed in the student's kernel but not on its saved answers" in detail, key
-    assert graded["rows"][("a_vandal_checks", "ex-ch01-function")][0] == "error"  # the stub
+    for label in LABELS:  # the function too, in its own sandboxed process
+        result, detail = graded["rows"][("a_cheat_patch", label)]
+        assert result == "failed" and "passed in the student's kernel but not on its saved answers" in detail, label
 
 
-def test_edited_check_cells_are_replaced_by_the_books(graded):
+def test_edited_check_cells_are_replaced_and_a_deleted_exercise_is_missing(graded):
     rows = graded["rows"]
-    assert rows[("cheat_edits", "ex-ch01-predict")][0] == "failed"
-    assert rows[("cheat_edits", "ex-ch01-function")][0] == "failed"
-    result, detail = rows[("cheat_edits", "ex-ch01-batch")]
-    assert result == "failed" and "stacked along the wrong dimension" in detail
+    assert rows[("cheat_edits", "ex-ch01-predict")][0] == "failed"  # the check printed the pass mark
+    result, detail = rows[("cheat_edits", "ex-ch01-function")]     # try/except around the check
+    assert result == "failed" and "softmax over the wrong dimension" in detail
+    assert rows[("cheat_edits", "ex-ch01-batch")][0] == "missing"
 
 
 def test_forged_outputs_count_for_nothing(graded):
@@ -184,8 +180,7 @@ def test_forged_outputs_count_for_nothing(graded):
         assert result == "error" and "the kernel died" in detail
 
 
-def test_deleted_exercise_is_missing_and_other_chapter_is_named(graded):
-    assert graded["rows"][("cheat_delete", "ex-ch01-batch")][0] == "missing"
+def test_other_chapter_is_named(graded):
     assert results(graded, "chapter02") == dict.fromkeys(LABELS, "missing")
     result, detail = graded["rows"][("chapter02", "(notebook)")]
     assert result == "error" and "chapter 02" in detail and "assignment is chapter 01" in detail
@@ -196,8 +191,8 @@ def test_victim_and_checkout_are_untouched(graded):
     assert tree_digest(ROOT / "attn_helpers") == graded["before"]["checkout"]
     assert not (graded["folder"] / "planted.txt").exists()
     assert sorted(p.name for p in graded["folder"].iterdir()) == sorted(
-        ["alice.ipynb", "bob.ipynb", "a_vandal_checks.ipynb", "cheat_patch.ipynb", "cheat_edits.ipynb",
-         "cheat_forge.ipynb", "cheat_delete.ipynb", "chapter02.ipynb", "vandal.ipynb", "eve.py", "broken.ipynb"])
+        ["alice.ipynb", "bob.ipynb", "a_cheat_patch.ipynb", "cheat_edits.ipynb", "cheat_forge.ipynb",
+         "chapter02.ipynb", "vandal.ipynb", "eve.py", "broken.ipynb"])
 
 
 def test_proc_does_not_reveal_the_submissions_folder(graded):
@@ -212,7 +207,7 @@ def test_hangs_end_within_the_limits_and_are_reported(graded):
     late = {label: graded["rows"][("hang_late", label)] for label in LABELS}
     assert all(r == "timeout" and f"the notebook ran longer than {NOTEBOOK_TIMEOUT} s" in d
                for r, d in late.values()), late
-    assert graded["elapsed"]["hang_late"] < NOTEBOOK_TIMEOUT + 20
+    assert graded["elapsed"]["hang_late"] < NOTEBOOK_TIMEOUT + 30  # + the grader's own start and clean-up
 
 
 def test_every_file_gets_a_row(graded):
