@@ -49,15 +49,16 @@ class _Watchdog(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(0.2):
             if time.monotonic() > self.deadline:
-                self._kill(f"the notebook ran longer than {self.notebook_timeout:g} s")
+                self._kill(f"the notebook ran longer than {self.notebook_timeout:g} s")  # no cell: whole notebook
 
     def _kill(self, why: str) -> None:
-        if self.pgid is not None and self.fired is None:
-            self.fired = Stopped("timeout", self.cell, why)
-            try:
-                os.killpg(self.pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if self.pgid is None:  # the kernel is still starting: kill it as soon as it has a process group
+            return
+        self.fired = Stopped("timeout", self.cell, why)
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.done.set()
 
 
@@ -69,9 +70,12 @@ def execute(nb: nbformat.NotebookNode, work: Path, cwd: Path, private: Path, tim
                             transport="ipc", ip=str(work / "ipc"), connection_file=str(work / "kernel.json"))
     dog = _Watchdog(notebook_timeout)
 
-    def started(cell, cell_index, **_):
+    def kernel_started(**_):
         if dog.pgid is None and km.provisioner is not None:
             dog.pgid = getattr(km.provisioner, "pgid", None) or km.provisioner.process.pid
+
+    def started(cell, cell_index, **_):
+        kernel_started()
         dog.cell = cell_index
 
     def executed(cell, cell_index, **_):
@@ -79,15 +83,15 @@ def execute(nb: nbformat.NotebookNode, work: Path, cwd: Path, private: Path, tim
         if after_cell:
             after_cell(cell_index)
 
-    client = NotebookClient(nb, km=km, timeout=int(timeout), allow_errors=True, record_timing=False,
-                            on_cell_execute=started, on_cell_executed=executed,
+    client = NotebookClient(nb, km=km, timeout=max(1, round(timeout)), allow_errors=True, record_timing=False,
+                            on_notebook_start=kernel_started, on_cell_execute=started, on_cell_executed=executed,
                             shutdown_kernel="immediate", startup_timeout=60)
     dog.start()
     try:
         with open(private / "kernel.log", "wb") as log:  # the kernel's own stdout and stderr
             client.execute(cwd=str(cwd), stdout=log, stderr=log)
     except CellTimeoutError:
-        return Stopped("timeout", dog.cell, f"cell {dog.cell} ran longer than {timeout:g} s")
+        return Stopped("timeout", dog.cell, f"ran longer than {timeout:g} s")
     except Exception as exc:  # the kernel died (os._exit, a crash, the watchdog) or could not start
         if dog.fired:
             return dog.fired

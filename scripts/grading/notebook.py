@@ -42,16 +42,19 @@ def _explain(err: str) -> str:
     return err
 
 
-def _not_run(stopped: Stopped | None, label_cell: int) -> tuple[str, str]:
+def _not_run(stopped: Stopped | None, origin: dict[int, int]) -> tuple[str, str]:
+    """Why a check cell did not run; cells are numbered as in the submission (grader cells: as added)."""
     if stopped is None:
         return "error", "the check cell did not run"
+    cell = f"cell {origin.get(stopped.cell, stopped.cell)}" if stopped.cell is not None else "a cell"
     if stopped.kind == "timeout":
-        return "timeout", f"not run: the kernel was killed because {stopped.detail}"
-    where = f" at cell {stopped.cell}" if stopped.cell is not None else ""
-    return "error", f"not run: the kernel died{where} (os._exit, a crash or running out of memory): {stopped.detail}"
+        why = stopped.detail if stopped.detail.startswith("the notebook") else f"{cell} {stopped.detail}"
+        return "timeout", f"not run: the kernel was killed because {why}"
+    return "error", f"not run: the kernel died at {cell} (os._exit, a crash or running out of memory): {stopped.detail}"
 
 
-def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | None) -> tuple[str, str]:
+def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | None,
+               origin: dict[int, int]) -> tuple[str, str]:
     """The result of one exercise as its cells show it in the executed notebook."""
     for i in answer_cells:
         if err := _error(nb.cells[i]):
@@ -62,7 +65,7 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
             return "failed", err.removeprefix("CheckFailed:").strip()
         return "error", _explain(err)
     if check.get("execution_count") is None:
-        return _not_run(stopped, check_cell)
+        return _not_run(stopped, origin)
     if "✓" not in _stdout(check):
         return "error", "the check cell printed no '✓ … correct' line"
     return "passed", ""
@@ -194,7 +197,7 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
                     shutil.copy(saved, private / "answers" / saved.name)
 
         stopped = execute(nb, work, cwd, private, timeout, notebook_timeout, hide, copy_out)
-        results = {label: _in_kernel(nb, asm.answer_cells[label], asm.check_cells[label], stopped)
+        results = {label: _in_kernel(nb, asm.answer_cells[label], asm.check_cells[label], stopped, asm.origin)
                    for label in asm.check_cells}
         for label, i in asm.save_cells.items():  # a save cell that failed: say why in the re-check
             if results[label][0] == "passed" and (err := _error(nb.cells[i])):
