@@ -13,13 +13,15 @@ copied into the cell) on the names the book's check cell reads. One file per exe
 - anything else is recorded as unsupported, and the exercise is reported "unverified".
 
 :func:`load_answers` reads such a file with ``torch.load(weights_only=True)`` and an allow-list of the
-module classes of ``torch.nn`` and ``attn_helpers``, so a forged file cannot run code while it is loaded.
+module classes of ``torch.nn`` and the classes of ``attn_helpers``, so a forged file cannot run code while
+it is loaded.
 """
 
 from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import inspect
 import marshal
 import sys
@@ -92,19 +94,39 @@ def save_cell_source(label: str, names: list[str], path: Path) -> str:
             f"del save_answers\n")
 
 
-def _safe_classes() -> list[type]:
-    """Classes a saved answer may contain: torch.nn modules and everything attn_helpers defines."""
-    import torch.nn
+def light_package() -> None:
+    """Let ``import attn_helpers.checks`` skip the package's ``__init__`` (plotting: seaborn, pandas…).
 
-    import attn_helpers  # noqa: F401  (imports its modules)
+    The checks import the submodules they need; the first attribute asked of the package itself
+    (``ah.attention``) runs its ``__init__`` after all. Saves a second or two per re-check process.
+    """
+    if "attn_helpers" in sys.modules or (spec := importlib.util.find_spec("attn_helpers")) is None:
+        return
+    package = importlib.util.module_from_spec(spec)
+
+    def __getattr__(name: str) -> object:
+        del package.__dict__["__getattr__"]
+        spec.loader.exec_module(package)
+        return getattr(package, name)
+
+    package.__getattr__ = __getattr__
+    sys.modules["attn_helpers"] = package
+
+
+def _safe_classes(path: Path) -> list[type]:
+    """The classes the file at ``path`` needs that a saved answer may contain: torch.nn modules, and
+    classes of attn_helpers (found without running the file: torch lists the globals a pickle names)."""
+    import torch
 
     found = []
-    for name, module in list(sys.modules.items()):
-        if name.startswith("attn_helpers") or name.startswith("torch.nn.modules"):
-            for value in vars(module).values():
-                if isinstance(value, type) and value.__module__ == name and (
-                        name.startswith("attn_helpers") or issubclass(value, torch.nn.Module)):
-                    found.append(value)
+    for name in torch.serialization.get_unsafe_globals_in_checkpoint(path):
+        module, _, attr = name.rpartition(".")
+        if not (module.startswith("attn_helpers.") or module.startswith("torch.nn.modules.")):
+            continue
+        value = getattr(importlib.import_module(module), attr, None)
+        if isinstance(value, type) and value.__module__ == module and (
+                module.startswith("attn_helpers.") or issubclass(value, torch.nn.Module)):
+            found.append(value)
     return found
 
 
@@ -151,7 +173,7 @@ def load_answers(path: Path) -> dict[str, object]:
     """The answer variables saved in ``path``, by name. Raises Unsupported if one cannot be rebuilt."""
     import torch
 
-    with torch.serialization.safe_globals(_safe_classes()):
+    with torch.serialization.safe_globals(_safe_classes(path)):
         record = torch.load(path, weights_only=True)
     if "error" in record:
         raise Unsupported(f"the answers could not be saved ({record['error']})")
@@ -171,7 +193,7 @@ def has_function(path: Path) -> bool:
     import torch
 
     try:
-        with torch.serialization.safe_globals(_safe_classes()):
+        with torch.serialization.safe_globals(_safe_classes(path)):
             record = torch.load(path, weights_only=True)
     except Exception:
         return False
