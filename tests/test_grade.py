@@ -118,6 +118,14 @@ def test_answers_round_trip_tensors_numbers_functions_and_modules(tmp_path):
     assert answers.has_function(tmp_path / "a.pt") and not answers.has_function(tmp_path / "missing.pt")
 
 
+def test_notebook_classes_cannot_be_loaded(tmp_path):
+    ns: dict = {"__name__": "__main__"}
+    exec("import torch\nclass Mine(torch.nn.Module):\n    pass\nm = Mine()", ns)
+    save_in(ns, ["m"], tmp_path / "m.pt")  # (in a kernel it saves, and torch.load refuses __main__.Mine)
+    with pytest.raises((pickle.UnpicklingError, answers.Unsupported)):
+        answers.load_answers(tmp_path / "m.pt")
+
+
 def test_closures_are_unsupported_and_forged_files_do_not_run(tmp_path):
     ns: dict = {}
     exec("def outer():\n    y = 1\n    def inner(x):\n        return x + y\n    return inner\nf = outer()", ns)

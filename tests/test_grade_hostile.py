@@ -126,7 +126,7 @@ def graded(tmp_path_factory):
             del nb.cells[1]
         write(nb, base / name / f"{name}.ipynb")
         hangs[name] = (time.monotonic(), grade(base / name, base / f"{name}.csv", cell_timeout, notebook_timeout))
-    before = {"checkout": tree_digest(ROOT / "attn_helpers"), "victim": victim.read_bytes()}
+    before = {"checkout": tree_digest(ROOT / "attn_helpers"), "victim": victim.read_bytes(), "git": git_status()}
     main = grade(folder, base / "grades.csv", 60, 120, jobs=2)
     elapsed = {}
     while len(elapsed) < len(hangs):  # when each hanging run ends
@@ -143,6 +143,13 @@ def graded(tmp_path_factory):
         with open(csv_path, newline="", encoding="utf-8") as f:
             rows.update({(r["student"], r["exercise"]): (r["result"], r["detail"]) for r in csv.DictReader(f)})
     return {"rows": rows, "table": out, "folder": folder, "victim": victim, "before": before, "elapsed": elapsed}
+
+
+def git_status() -> str:
+    """`git status` of the checkout's package and data (other tests may write elsewhere meanwhile)."""
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "attn_helpers", "data"],
+                          cwd=ROOT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else "(not a git checkout)"
 
 
 def results(graded, student):
@@ -189,6 +196,7 @@ def test_other_chapter_is_named(graded):
 def test_victim_and_checkout_are_untouched(graded):
     assert graded["victim"].read_bytes() == graded["before"]["victim"]
     assert tree_digest(ROOT / "attn_helpers") == graded["before"]["checkout"]
+    assert git_status() == graded["before"]["git"]
     assert not (graded["folder"] / "planted.txt").exists()
     assert sorted(p.name for p in graded["folder"].iterdir()) == sorted(
         ["alice.ipynb", "bob.ipynb", "a_cheat_patch.ipynb", "cheat_edits.ipynb", "cheat_forge.ipynb",
