@@ -30,6 +30,19 @@ else:  # run as a script in the sandbox
 MARK = "RECHECK "
 
 
+def _why_not_loaded(path: Path, exc: Exception) -> str:
+    import torch
+
+    try:
+        names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    except Exception:
+        names = []
+    if names:
+        return (f"the answer contains {', '.join(names)}, which only the student's kernel can rebuild "
+                f"(a class defined in the notebook, or not from torch.nn or attn_helpers)")
+    return f"the saved answers do not load ({type(exc).__name__})"
+
+
 def recheck(check_import: str, label: str, check_source: str, path: Path) -> tuple[str, str]:
     """(result, detail) of the book's check cell run on the answers saved in ``path``."""
     from attn_helpers.checks import CheckFailed
@@ -40,8 +53,8 @@ def recheck(check_import: str, label: str, check_source: str, path: Path) -> tup
         namespace = load_answers(path)
     except Unsupported as exc:
         return "unverified", f"cannot re-check outside the student's kernel: {exc}"
-    except Exception as exc:  # a file the student's kernel wrote or altered, or a class not allowed
-        return "unverified", f"cannot load the saved answers: {type(exc).__name__}: {exc}".splitlines()[0]
+    except Exception as exc:  # a class not allowed, or a file the student's kernel wrote or altered
+        return "unverified", f"cannot re-check outside the student's kernel: {_why_not_loaded(path, exc)}"
     exec(check_import, namespace)
     out = io.StringIO()
     try:
