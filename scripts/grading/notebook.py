@@ -187,8 +187,6 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
             return rows
         cwd = make_workdir(work, book.package_root)
         nb = asm.nb
-        nb_path = cwd / "submission.ipynb"
-        nbformat.write(nb, nb_path)
         save_cells = {i: label for label, i in asm.save_cells.items()}
 
         def copy_out(cell_index: int) -> None:  # take the answers out of the sandbox as soon as they are saved
