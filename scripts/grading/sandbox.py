@@ -3,9 +3,13 @@
 Each submission gets a fresh temporary folder ``work/`` holding
 
     book/attn_helpers/, book/data/   its own copies of the book's package and data (PYTHONPATH=book)
-    book/chapters/<name>.ipynb       the notebook as the grader assembled it; the kernel's cwd
+    book/chapters/                   the kernel's cwd, where a chapter's relative paths (../data) work
     home/                            HOME, IPYTHONDIR, MPLCONFIGDIR (the rest of the disk is read-only)
+    answers/                         the answers the grader's save cells write (answers.py)
     kernel.json, ipc-*               the kernel's connection file and its ZMQ sockets (IPC transport)
+
+and a sibling ``private/`` that the sandbox cannot see: bwrap's options, the kernelspec, the kernel's
+log, and the answers copied out of ``work/answers`` as soon as each is saved.
 
 With bubblewrap (``bwrap``) the kernel runs in its own pid, network, IPC and UTS namespaces with no
 capabilities: it sees only its own processes in ``/proc``, has no network, and can write only to
