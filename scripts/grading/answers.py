@@ -113,9 +113,12 @@ def light_package() -> None:
     sys.modules["attn_helpers"] = package
 
 
-def _safe_classes(path: Path) -> list[type]:
+def _safe_classes(path: Path, modules_only: bool = False) -> list[type]:
     """The classes the file at ``path`` needs that a saved answer may contain: torch.nn modules, and
-    classes of attn_helpers (found without running the file: torch lists the globals a pickle names)."""
+    classes of attn_helpers (found without running the file: torch lists the globals a pickle names).
+
+    ``modules_only`` allows only ``nn.Module`` subclasses (for checks run outside the sandbox).
+    """
     import torch
 
     found = []
@@ -125,7 +128,7 @@ def _safe_classes(path: Path) -> list[type]:
             continue
         value = getattr(importlib.import_module(module), attr, None)
         if isinstance(value, type) and value.__module__ == module and (
-                module.startswith("attn_helpers.") or issubclass(value, torch.nn.Module)):
+                issubclass(value, torch.nn.Module) or (module.startswith("attn_helpers.") and not modules_only)):
             found.append(value)
     return found
 
@@ -169,11 +172,11 @@ def _decode(obj: object, namespace: dict) -> object:
     raise Unsupported(obj.get("why", f"an answer of kind {kind!r}"))
 
 
-def load_answers(path: Path) -> dict[str, object]:
+def load_answers(path: Path, modules_only: bool = False) -> dict[str, object]:
     """The answer variables saved in ``path``, by name. Raises Unsupported if one cannot be rebuilt."""
     import torch
 
-    with torch.serialization.safe_globals(_safe_classes(path)):
+    with torch.serialization.safe_globals(_safe_classes(path, modules_only)):
         record = torch.load(path, weights_only=True)
     if "error" in record:
         raise Unsupported(f"the answers could not be saved ({record['error']})")

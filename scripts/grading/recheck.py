@@ -43,14 +43,17 @@ def _why_not_loaded(path: Path, exc: Exception) -> str:
     return f"the saved answers do not load ({type(exc).__name__})"
 
 
-def recheck(check_import: str, label: str, check_source: str, path: Path) -> tuple[str, str]:
-    """(result, detail) of the book's check cell run on the answers saved in ``path``."""
+def recheck(check_import: str, label: str, check_source: str, path: Path, sandboxed: bool = False) -> tuple[str, str]:
+    """(result, detail) of the book's check cell run on the answers saved in ``path``.
+
+    Outside the sandbox (``sandboxed=False``) only data and ``nn.Module``s of torch and attn_helpers load.
+    """
     from attn_helpers.checks import CheckFailed
 
     if not path.exists():
         return "unverified", "no answers were saved (the kernel stopped before the grader's save cell)"
     try:
-        namespace = load_answers(path)
+        namespace = load_answers(path, modules_only=not sandboxed)
     except Unsupported as exc:
         return "unverified", f"cannot re-check outside the student's kernel: {exc}"
     except Exception as exc:  # a class not allowed, or a file the student's kernel wrote or altered
@@ -74,7 +77,8 @@ def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     exercises = sorted(spec["exercises"], key=lambda e: has_function(Path(e["file"])))
     for ex in exercises:
-        result, detail = recheck(spec["check_import"], ex["label"], ex["check_source"], Path(ex["file"]))
+        result, detail = recheck(spec["check_import"], ex["label"], ex["check_source"], Path(ex["file"]),
+                                 sandboxed=True)
         sys.__stdout__.write(MARK + json.dumps({"label": ex["label"], "result": result, "detail": detail}) + "\n")
         sys.__stdout__.flush()
 
