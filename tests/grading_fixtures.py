@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 
 import nbformat
@@ -75,3 +76,11 @@ def with_first_answer_prefix(nb: nbformat.NotebookNode, prefix: str) -> nbformat
     first = next(c for c in nb.cells if "solution" in c.metadata.get("tags", []))
     first.source = prefix + "\n" + first.source
     return nb
+
+
+def tree_digest(folder: Path) -> str:
+    """A digest of every file under ``folder`` (names and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()

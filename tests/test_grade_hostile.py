@@ -15,8 +15,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_fixtures import CHECKS, LABELS, OTHER_RIGHT, RIGHT, WRONG, chapter, with_first_answer_prefix, write
-from test_grade import tree_digest
+from grading_fixtures import (
+    CHECKS,
+    LABELS,
+    OTHER_RIGHT,
+    RIGHT,
+    WRONG,
+    chapter,
+    tree_digest,
+    with_first_answer_prefix,
+    write,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
