@@ -69,9 +69,10 @@ student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdow
 nbgrader: $(STAMP)  ## write an nbgrader course (source/chNN/NN_slug.ipynb) to nbgrader-course/
 	$(PY) scripts/make_nbgrader.py chapters/*.ipynb --out nbgrader-course
 
-grade: $(STAMP)  ## run the self-checks on submitted notebooks: make grade SUBMISSIONS=path/to/folder
-	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [GRADES=grades.csv]"; exit 2; }
-	$(PY) scripts/grade.py "$(SUBMISSIONS)" $(if $(GRADES),--csv "$(GRADES)")
+grade: $(STAMP)  ## grade submitted notebooks, each in a sandbox: make grade SUBMISSIONS=folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]
+	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]"; exit 2; }
+	$(PY) scripts/grade.py "$(SUBMISSIONS)" $(if $(CHAPTER),--chapter "$(CHAPTER)") $(if $(TIMEOUT),--timeout "$(TIMEOUT)") \
+		$(if $(NOTEBOOK_TIMEOUT),--notebook-timeout "$(NOTEBOOK_TIMEOUT)") $(if $(GRADES),--csv "$(GRADES)") $(if $(JOBS),--jobs "$(JOBS)")
 
 lint: $(STAMP)  ## ruff over the package, tests, scripts and notebooks
 	ruff check attn_helpers tests scripts chapters _ext

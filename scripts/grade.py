@@ -1,169 +1,137 @@
-"""Run the self-checks on a folder of submitted notebooks and report, per student and exercise, the result.
+"""Grade a folder of submitted notebooks against the book's chapter, each in its own sandbox.
 
-    python scripts/grade.py path/to/submissions [--csv grades.csv] [--timeout 60]
-    (what `make grade SUBMISSIONS=path/to/submissions` runs)
+    python scripts/grade.py path/to/submissions [--chapter 01 | --chapter-path chapters/01_….ipynb]
+                            [--timeout 60] [--notebook-timeout 300] [--csv grades.csv] [--jobs 1]
+    (what `make grade SUBMISSIONS=… [CHAPTER=01] [TIMEOUT=…] [NOTEBOOK_TIMEOUT=…] [GRADES=…]` runs)
 
-Each ``*.ipynb`` under the folder (searched recursively) is one student's submission, named by its path
-relative to the folder without ``.ipynb``. It is executed top to bottom in a fresh kernel, in its own
-folder, with errors allowed, so one broken exercise does not hide the others. Each exercise (found by the
-book's convention, see exercise_cells.py) is then
+Every file under the folder but grades.csv gets at least one row: each ``*.ipynb`` is one student's submission, named by
+its path relative to the folder without ``.ipynb``; any other file is reported as not a notebook. The
+chapter is ``--chapter`` or, without it, the one most submissions' exercise labels (``ex-chNN-…``) name.
 
-    passed   its check cell ran without error and printed its "✓ ... correct" lines;
-    failed   its check raised CheckFailed; the detail is the check's hint;
-    error    one of its answer cells or its check cell raised something else (for example
-             NotImplementedError when the stub is still there); the detail is the exception.
+Each submission is graded as nbgrader's autograde does, from the instructor's copy, and in isolation:
 
+1. the exercises and their check cells come from the book's chapter: the submission's outputs are
+   cleared, the book's check cells put back (by label), and a missing exercise is reported as missing;
+2. the assembled copy runs in a fresh kernel in its own temporary folder, with its own copy of
+   attn_helpers and the data, inside a bubblewrap sandbox (grading/sandbox.py), with a time limit per
+   cell and per notebook after which the kernel is killed;
+3. after each exercise a grader cell saves the answer variables the check reads; every exercise whose
+   check passed in the student's kernel is checked again on those saved answers, outside that kernel
+   (grading/recheck.py): plain data in the grader's own process, functions in a fresh sandboxed
+   process. Only if both agree is it "passed".
+
+Results: passed, failed (the detail is the check's hint), error (an exception, or the check did not
+run), timeout, missing, unverified (the check passed in the kernel but its answers could not be
+re-checked: look at it yourself). instructors.md says which attacks each layer stops and which it cannot.
 The table goes to stdout and the same rows to a CSV file (default: <folder>/grades.csv).
-Submitted notebooks are code: run this only on submissions you are willing to execute.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
-from exercise_cells import find_exercises
-from nbclient import NotebookClient
+from grading.assemble import BookError, find_chapter, infer_chapter, read_book
+from grading.notebook import grade_notebook, prepare_checks
+from grading.report import WHOLE, Row, format_table, write_csv
+from grading.sandbox import BWRAP, ROOT, UNSANDBOXED
 
-COLUMNS = ("student", "exercise", "result", "detail")
-OTHER = "(other cells)"  # the row for errors outside the exercises
-WHOLE = "(notebook)"     # the row for a notebook that could not be graded at all
-
-
-@dataclass
-class Row:
-    student: str
-    exercise: str
-    result: str   # passed | failed | error
-    detail: str = ""
+CHAPTERS = ROOT / "chapters"
 
 
-def _error(cell) -> str | None:
-    """'ExceptionType: message' of the first error a cell raised, else None."""
-    for out in cell.get("outputs", []):
-        if out.output_type == "error":
-            return f"{out.ename}: {out.evalue}".strip().rstrip(":")
-    return None
+def _files(folder: Path, skip: set[Path]) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if (p.is_file() or p.is_symlink())
+                  and ".ipynb_checkpoints" not in p.parts and p.resolve() not in skip)
 
 
-def _stdout(cell) -> str:
-    return "".join(out.get("text", "") for out in cell.get("outputs", []) if out.output_type == "stream")
+def _student(folder: Path, path: Path) -> str:
+    rel = path.relative_to(folder)
+    return rel.with_suffix("").as_posix() if path.suffix == ".ipynb" else rel.as_posix()
 
 
-def grade_notebook(path: Path, student: str, timeout: int = 60) -> list[Row]:
-    """Execute one submission and return one row per exercise."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as exc:  # not JSON, not a notebook, ...
-        return [Row(student, WHOLE, "error", f"cannot read the notebook: {type(exc).__name__}: {exc}")]
-    exercises = find_exercises(nb)
-    if not exercises:
-        return [Row(student, WHOLE, "error", "no exercises found (is this a chapter of the book?)")]
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True, record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    stopped = None
-    try:
-        client.execute()
-    except Exception as exc:  # the kernel died or could not start; grade what ran
-        stopped = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    rows = []
-    for ex in exercises:
-        label = ex.label or f"exercise at cell {ex.cell}"
-        rows.append(Row(student, label, *_result(nb, ex, timeout, stopped)))
-    graded = {i for ex in exercises for i in [*ex.answer_cells, ex.check_cell]}
-    others = [(i, err) for i, cell in enumerate(nb.cells) if i not in graded and (err := _error(cell))]
-    if others:  # a broken teaching cell can explain failing exercises further down
-        i, err = others[0]
-        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
-        rows.append(Row(student, OTHER, "error", f"cell {i}: {_explain(err, timeout)}{more}"))
-    return rows
+def _grade_one(args: tuple) -> list[Row]:
+    path, student, book, timeout, notebook_timeout, hide = args
+    print(f"grading {student} ...", file=sys.stderr, flush=True)
+    return grade_notebook(path, student, book, timeout, notebook_timeout, hide)
 
 
-def _result(nb, ex, timeout: int, stopped: str | None) -> tuple[str, str]:
-    if ex.check_cell is None:
-        return "error", "no check cell calling check.<fn>(...) after the answer"
-    for i in ex.answer_cells:
-        if err := _error(nb.cells[i]):
-            return "error", _explain(err, timeout)
-    check = nb.cells[ex.check_cell]
-    if err := _error(check):
-        if err.startswith("CheckFailed"):
-            return "failed", err.removeprefix("CheckFailed:").strip()
-        return "error", _explain(err, timeout)
-    if check.get("execution_count") is None:
-        return "error", f"the check cell did not run ({stopped or 'the notebook stopped early'})"
-    if "✓" not in _stdout(check):
-        return "error", "the check cell printed no '✓ … correct' line (was it changed?)"
-    return "passed", ""
-
-
-def _explain(err: str, timeout: int) -> str:
-    if err.startswith("NotImplementedError"):
-        return f"{err} (not answered: the stub is still there)"
-    if err.startswith("KeyboardInterrupt"):
-        return f"TimeoutError: a cell ran longer than {timeout} s and was interrupted"
-    return err
-
-
-def grade_folder(folder: Path, timeout: int = 60) -> list[Row]:
-    """Grade every notebook under ``folder`` (sorted by path), one kernel per notebook."""
-    rows = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
-            continue
-        student = path.relative_to(folder).with_suffix("").as_posix()
-        print(f"grading {student} ...", file=sys.stderr)
-        rows += grade_notebook(path, student, timeout)
-    return rows
-
-
-def format_table(rows: list[Row]) -> str:
-    """The rows as a plain-text table, then one summary line per student."""
-    cells = [COLUMNS] + [(r.student, r.exercise, r.result, r.detail) for r in rows]
-    widths = [max(len(c[k]) for c in cells) for k in range(3)]
-    lines = []
-    for n, c in enumerate(cells):
-        lines.append("  ".join(c[k].ljust(widths[k]) for k in range(3)) + "  " + c[3])
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * len(COLUMNS[3]))
-    lines.append("")
-    for student in dict.fromkeys(r.student for r in rows):
-        mine = [r for r in rows if r.student == student and r.exercise not in (OTHER, WHOLE)]
-        counts = ", ".join(f"{sum(r.result == k for r in mine)} {k}" for k in ("passed", "failed", "error"))
-        lines.append(f"{student}: {counts} (of {len(mine)} exercises)" if mine else f"{student}: not graded")
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def write_csv(rows: list[Row], path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        writer.writerows((r.student, r.exercise, r.result, r.detail) for r in rows)
+def grade_folder(folder: Path, chapter: str | None = None, chapter_path: Path | None = None, timeout: float = 60,
+                 notebook_timeout: float = 300, jobs: int = 1, skip: set[Path] = frozenset()) -> list[Row]:
+    """Grade every file under ``folder`` (sorted by path) against one chapter of the book."""
+    files = _files(folder, {p.resolve() for p in skip})
+    rows: dict[Path, list[Row]] = {}
+    notebooks = []
+    for path in files:
+        if path.suffix != ".ipynb" or path.is_symlink():
+            what = "a symbolic link" if path.is_symlink() else f"not a notebook ({path.suffix or 'no extension'})"
+            rows[path] = [Row(_student(folder, path), WHOLE, "error",
+                              f"{what}: not graded; hand in the chapter's .ipynb file")]
+        else:
+            notebooks.append(path)
+    if chapter_path is None:
+        if chapter is None:
+            readable = []
+            for path in notebooks:
+                try:
+                    readable.append(nbformat.read(path, as_version=4))
+                except Exception:
+                    pass
+            chapter = infer_chapter(readable)
+            if chapter is None:
+                raise BookError(f"no exercise labels (ex-chNN-…) in the notebooks under {folder}; "
+                                f"say which chapter was assigned with CHAPTER=NN (--chapter NN)")
+            print(f"grading against chapter {chapter} (from the submissions' exercise labels; "
+                  f"set CHAPTER=NN to choose)", file=sys.stderr)
+        chapter_path = find_chapter(CHAPTERS, chapter)
+    book = read_book(chapter_path)
+    if not BWRAP:
+        print(UNSANDBOXED, file=sys.stderr)
+    # import the checks now if a kernel could write their copy, or to share one import among the workers
+    prepare_checks(book.package_root, import_now=not BWRAP or (jobs > 1 and len(notebooks) > 1))
+    tasks = [(p, _student(folder, p), book, timeout, notebook_timeout, [folder.resolve()]) for p in notebooks]
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(_grade_one, tasks))
+    else:
+        results = [_grade_one(t) for t in tasks]
+    rows.update(zip(notebooks, results, strict=True))
+    return [row for path in files for row in rows[path]]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("submissions", type=Path, help="folder with the submitted notebooks")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--chapter", help="the assigned chapter's number, e.g. 01 (default: from the labels)")
+    which.add_argument("--chapter-path", type=Path, help="the instructor's notebook to grade against")
     parser.add_argument("--csv", type=Path, help="where to write the CSV (default: <submissions>/grades.csv)")
-    parser.add_argument("--timeout", type=int, default=60, help="seconds a single cell may run (default: 60)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds a single cell may run (default: 60)")
+    parser.add_argument("--notebook-timeout", type=float, default=300,
+                        help="seconds a whole notebook may run, wall clock (default: 300)")
+    parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default: 1)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder; pass the folder that holds the submitted .ipynb files",
               file=sys.stderr)
         return 2
-    rows = grade_folder(args.submissions, args.timeout)
+    csv_path = args.csv or args.submissions / "grades.csv"
+    try:
+        rows = grade_folder(args.submissions, args.chapter, args.chapter_path, args.timeout, args.notebook_timeout,
+                            args.jobs, skip={csv_path, args.submissions / "grades.csv"})
+    except BookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not rows:
-        print(f"error: no .ipynb files under {args.submissions}", file=sys.stderr)
+        print(f"error: no files under {args.submissions}", file=sys.stderr)
         return 2
     print(format_table(rows))
-    csv_path = args.csv or args.submissions / "grades.csv"
     write_csv(rows, csv_path)
     print(f"\nwrote {csv_path}")
+    if not BWRAP:
+        print(f"\n{UNSANDBOXED}", file=sys.stderr)
     return 0
 
 

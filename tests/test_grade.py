@@ -1,128 +1,201 @@
-"""The grading command: one correct and one wrong submission give the expected table and CSV."""
+"""The grader, without kernels: assembling from the book's copy, chapter inference, saving and loading answers.
 
-import csv
-import shutil
+The hostile folder (kernels in sandboxes) is in tests/test_grade_hostile.py.
+"""
+
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
+from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, write
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from exercise_cells import find_exercises  # noqa: E402
-from make_student import make_student  # noqa: E402
-
-CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
-BATCH_ANSWER = """a, b = check.batch_sentences()
-Xb = torch.stack([a, b])
-Wb = torch.softmax(Xb @ Xb.transpose(1, 2), dim=-1)
-Yb = Wb @ Xb"""
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Grade a folder with alice (the chapter itself) and bob (a student edition: one wrong, one stub, one right)."""
-    folder = tmp_path_factory.mktemp("submissions")
-    shutil.copy(CHAPTER_1, folder / "alice.ipynb")
-    bob = nbformat.read(make_student(CHAPTER_1, tmp_path_factory.mktemp("student")), as_version=4)
-    answers = {e.label: e.solution_cells[0] for e in find_exercises(bob)}
-    # forgot the softmax: the weights are the raw scores q·k
-    bob.cells[answers["ex-ch01-predict"]].source = "w_doubled = torch.stack([2 * q @ k1, 2 * q @ k2])"
-    # ex-ch01-function keeps its stub
-    bob.cells[answers["ex-ch01-batch"]].source = BATCH_ANSWER
-    nbformat.write(bob, folder / "bob.ipynb")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(folder)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    with open(folder / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return done.stdout, rows
+from grading import answers, sandbox  # noqa: E402
+from grading.assemble import (  # noqa: E402
+    BookError,
+    assemble,
+    find_chapter,
+    infer_chapter,
+    read_book,
+)
+from grading.report import Row, format_table  # noqa: E402
 
 
-def test_csv_has_one_row_per_student_and_exercise(graded):
-    _, rows = graded
-    results = {(r["student"], r["exercise"]): (r["result"], r["detail"]) for r in rows}
-    assert list(rows[0]) == ["student", "exercise", "result", "detail"]
-    assert results == {
-        ("alice", "ex-ch01-predict"): ("passed", ""),
-        ("alice", "ex-ch01-function"): ("passed", ""),
-        ("alice", "ex-ch01-batch"): ("passed", ""),
-        ("bob", "ex-ch01-predict"): (
-            "failed", "w_doubled is not right yet. Hint: these are the raw scores q·k; "
-                      "pass them through a softmax to get weights."),
-        ("bob", "ex-ch01-function"): ("error", "NotImplementedError (not answered: the stub is still there)"),
-        ("bob", "ex-ch01-batch"): ("passed", ""),
-    }
+@pytest.fixture
+def book(tmp_path):
+    return read_book(write(chapter(), tmp_path / "01_synthetic.ipynb"))
 
 
-def test_table_lists_results_and_a_summary_per_student(graded):
-    table, _ = graded
-    lines = table.splitlines()
-    assert lines[0].split() == ["student", "exercise", "result", "detail"]
-    assert any(line.split()[:3] == ["bob", "ex-ch01-predict", "failed"] and "Hint: these are the raw scores" in line
-               for line in lines)
-    assert any(line.split()[:4] == ["bob", "ex-ch01-function", "error", "NotImplementedError"] for line in lines)
-    assert "alice: 3 passed, 0 failed, 0 error (of 3 exercises)" in lines
-    assert "bob: 1 passed, 1 failed, 1 error (of 3 exercises)" in lines
+def test_book_gives_labels_checks_and_the_names_they_read(book):
+    assert book.chapter == "01"
+    assert [e.label for e in book.exercises] == LABELS
+    assert [e.names for e in book.exercises] == [["w_doubled"], ["self_attention"], ["Xb", "Wb", "Yb"]]
+    assert book.check_import == "from attn_helpers.checks import ch01 as check"
 
 
-def test_broken_notebooks_and_teaching_cells_are_reported(tmp_path):
+def test_find_chapter_and_a_chapter_without_exercises(tmp_path):
+    assert find_chapter(ROOT / "chapters", "1").name.startswith("01_")
+    with pytest.raises(BookError, match="expected one notebook 42_"):
+        find_chapter(ROOT / "chapters", "42")
+    empty = write(nbformat.v4.new_notebook(cells=[code("x = 1")]), tmp_path / "01_empty.ipynb")
+    with pytest.raises(BookError, match="has no exercises"):
+        read_book(empty)
+
+
+def test_assembly_restores_the_books_check_cells_and_clears_outputs(book, tmp_path):
+    sub = chapter(WRONG, checks={
+        "ex-ch01-predict": 'print("✓ w_doubled: correct")',                       # edited to print the pass mark
+        "ex-ch01-function": "try:\n    check.self_attention_function(self_attention)\nexcept Exception:\n    pass",
+        "ex-ch01-batch": CHECKS["ex-ch01-batch"]})
+    for cell in sub.cells:
+        if cell.cell_type == "code":
+            cell.execution_count = 7
+            cell.outputs = [nbformat.v4.new_output("stream", text="✓ forged: correct\n")]
+            cell.metadata.setdefault("tags", []).append("skip-execution")
+    asm = assemble(sub, book, tmp_path)
+    assert asm.missing == [] and asm.other_chapter is None
+    for label in LABELS:
+        check = asm.nb.cells[asm.check_cells[label]]
+        assert check.source == CHECKS[label]
+        save = asm.nb.cells[asm.save_cells[label]]
+        assert save.source.startswith("def save_answers") and repr(label) in save.source
+        assert asm.save_cells[label] == asm.check_cells[label] + 1
+    for cell in asm.nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+            assert "skip-execution" not in cell.metadata.get("tags", [])
+    # the edited print stays, as an answer cell that runs before the book's check
+    predict = asm.check_cells["ex-ch01-predict"]
+    assert 'print("✓ w_doubled: correct")' in [asm.nb.cells[i].source for i in asm.answer_cells["ex-ch01-predict"]]
+    assert max(asm.answer_cells["ex-ch01-predict"]) < predict
+
+
+def test_missing_and_other_chapter(book, tmp_path):
+    sub = chapter()
+    del sub.cells[12]  # the directive of ex-ch01-batch (cells: title, set-up, then 5 per exercise)
+    asm = assemble(sub, book, tmp_path)
+    assert asm.missing == ["ex-ch01-batch"] and asm.other_chapter is None
+    other = chapter(labels=["ex-ch02-predict", "ex-ch02-function"])
+    asm = assemble(other, book, tmp_path)
+    assert asm.missing == LABELS and asm.other_chapter == "02" and asm.check_cells == {}
+    assert infer_chapter([other, chapter(), chapter()]) == "01"
+    assert infer_chapter([nbformat.v4.new_notebook()]) is None
+
+
+def save_in(namespace: dict, names: list[str], path: Path) -> None:
+    """Run the grader's save cell in ``namespace`` as the kernel would."""
+    exec(answers.save_cell_source("ex-x", names, path), namespace)
+
+
+def test_answers_round_trip_tensors_numbers_functions_and_modules(tmp_path):
+    import numpy as np
+
+    import attn_helpers as ah
+
+    ns: dict = {}
+    exec("import torch\nimport attn_helpers as ah\nscale = 2.0\n"
+         "def helper(x):\n    return torch.softmax(x * scale, dim=-1)\n"
+         "def fn(x, k=3):\n    return helper(x) if k else fn(x, 0)\n", ns)
+    ns.update(t=torch.arange(3.0), n=np.float32(6.0), arr=np.ones((2, 2)), pair=(1, [2.0, "x"]),
+              head=ah.SelfAttentionHead(d_model=4, d_k=2, d_v=3), sm=torch.softmax)
+    names = ["t", "n", "arr", "pair", "head", "sm", "fn", "nowhere"]
+    save_in(ns, names, tmp_path / "a.pt")
+    got = answers.load_answers(tmp_path / "a.pt")
+    assert torch.equal(got["t"], ns["t"]) and type(got["n"]) is np.float32 and got["n"] == 6.0
+    assert isinstance(got["arr"], np.ndarray) and got["pair"] == (1, [2.0, "x"]) and got["sm"] is torch.softmax
+    assert isinstance(got["head"], ah.SelfAttentionHead)
+    assert torch.equal(got["head"].W_q.weight, ns["head"].W_q.weight)
+    x = torch.randn(2, 3)
+    assert torch.allclose(got["fn"](x), ns["fn"](x))
+    assert got["fn"].__globals__ is not ns and "nowhere" not in got
+    assert answers.has_function(tmp_path / "a.pt") and not answers.has_function(tmp_path / "missing.pt")
+
+
+def test_notebook_classes_cannot_be_loaded(tmp_path):
+    ns: dict = {"__name__": "__main__"}
+    exec("import torch\nclass Mine(torch.nn.Module):\n    pass\nm = Mine()", ns)
+    save_in(ns, ["m"], tmp_path / "m.pt")  # (in a kernel it saves, and torch.load refuses __main__.Mine)
+    with pytest.raises((pickle.UnpicklingError, answers.Unsupported)):
+        answers.load_answers(tmp_path / "m.pt")
+
+
+def test_closures_are_unsupported_and_forged_files_do_not_run(tmp_path):
+    ns: dict = {}
+    exec("def outer():\n    y = 1\n    def inner(x):\n        return x + y\n    return inner\nf = outer()", ns)
+    save_in(ns, ["f"], tmp_path / "f.pt")
+    with pytest.raises(answers.Unsupported, match="closure"):
+        answers.load_answers(tmp_path / "f.pt")
+
+    class Payload:  # a pickle that runs a command when loaded
+        def __reduce__(self):
+            return (subprocess.call, (["touch", str(tmp_path / "pwned")],))
+
+    torch.save({"label": "ex-x", "answers": {"w": Payload()}, "namespace": {}}, tmp_path / "forged.pt")
+    with pytest.raises(pickle.UnpicklingError):
+        answers.load_answers(tmp_path / "forged.pt")
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_without_bwrap_the_kernel_still_gets_an_emptied_environment(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "BWRAP", None)
+    argv = sandbox.wrap(["python", "-c", "pass"], tmp_path, tmp_path, tmp_path)
+    assert argv[:2] == ["env", "-i"] and f"PYTHONPATH={tmp_path / 'book'}" in argv
+    assert not any(a.startswith("SUBMISSIONS=") for a in argv)
+
+
+def test_bwrap_options_stay_off_its_visible_command_line(tmp_path):
+    if not sandbox.BWRAP:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    secret = tmp_path / "submissions-secret"
+    secret.mkdir()
+    argv = sandbox.wrap(["python", "-c", "pass"], tmp_path / "w", tmp_path / "w", tmp_path, hide=[secret])
+    script, bwrap_argv = argv[2], argv[3:]
+    assert str(secret) not in " ".join(bwrap_argv) and str(secret) not in script
+    args_file = next(tmp_path.glob("bwrap-args-*"))
+    assert str(secret).encode() + b"\0" in args_file.read_bytes()
+
+
+def test_table_counts_every_result():
+    rows = [Row("a", "ex-1", "passed"), Row("a", "ex-2", "timeout", "x"), Row("a", "ex-3", "missing"),
+            Row("b.py", "(notebook)", "error", "not a notebook")]
+    table = format_table(rows)
+    assert "a: 1 passed, 1 timeout, 1 missing (of 3 exercises)" in table
+    assert "b.py: not graded" in table
+
+
+def test_grade_rejects_a_missing_folder(tmp_path, capsys):
     import grade
 
-    (tmp_path / "carol.ipynb").write_text("not a notebook")
-    nb = nbformat.read(CHAPTER_1, as_version=4)
-    nb.cells.insert(2, nbformat.v4.new_code_cell("1 / 0"))
-    nbformat.write(nb, tmp_path / "dave.ipynb")
-    rows = {(r.student, r.exercise): (r.result, r.detail) for r in grade.grade_folder(tmp_path)}
-    assert rows[("carol", "(notebook)")][0] == "error"
-    assert "cannot read the notebook" in rows[("carol", "(notebook)")][1]
-    assert rows[("dave", "(other cells)")] == ("error", "cell 2: ZeroDivisionError: division by zero")
-    assert rows[("dave", "ex-ch01-batch")] == ("passed", "")
+    assert grade.main([str(tmp_path / "nope")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
 
 
-def test_grade_rejects_a_missing_folder(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(tmp_path / "nope")],
-                          capture_output=True, text=True)
-    assert done.returncode == 2 and "is not a folder" in done.stderr
-
-
-def exercise_cells(label, answer, check_call):
-    return [nbformat.v4.new_markdown_cell(f"```{{exercise}} {label} (easy)\n:label: {label}\n\nDo it.\n```"),
-            nbformat.v4.new_code_cell(answer, metadata={"tags": ["solution"]}),
-            nbformat.v4.new_code_cell(check_call)]
-
-
-def test_timeouts_silent_checks_and_check_failures(tmp_path):
+def test_grade_says_which_chapter_to_pick(tmp_path, capsys):
     import grade
 
-    setup = nbformat.v4.new_code_cell(
-        "class CheckFailed(AssertionError): pass\n"
-        "class check:\n"
-        "    def ok(): print('✓ x: correct')\n"
-        "    def silent(): pass\n"
-        "    def wrong(): raise CheckFailed('x is wrong. Hint: transposed.')\n"
-        "    def data(): return 4")
-    # a learner who replaced a stub by an untagged cell that itself calls check.<fn>: the tag finds the check
-    moved = exercise_cells("ex-moved", "x = check.data()", "check.ok()")
-    moved[1].metadata = {}
-    moved[2].metadata["tags"] = ["exercise-check"]
-    nb = nbformat.v4.new_notebook(cells=[
-        setup,
-        *exercise_cells("ex-loop", "while True: pass", "check.ok()"),
-        *exercise_cells("ex-silent", "x = 1", "check.silent()"),
-        *exercise_cells("ex-wrong", "x = 2", "check.wrong()"),
-        *exercise_cells("ex-right", "x = 3", "check.ok()"),
-        *moved,
-    ])
-    nbformat.write(nb, tmp_path / "erin.ipynb")
-    rows = {r.exercise: (r.result, r.detail) for r in grade.grade_folder(tmp_path, timeout=3)}
-    assert rows == {
-        "ex-loop": ("error", "TimeoutError: a cell ran longer than 3 s and was interrupted"),
-        "ex-silent": ("error", "the check cell printed no '✓ … correct' line (was it changed?)"),
-        "ex-wrong": ("failed", "x is wrong. Hint: transposed."),
-        "ex-right": ("passed", ""),
-        "ex-moved": ("passed", ""),
-    }
+    write(nbformat.v4.new_notebook(cells=[code("x = 1")]), tmp_path / "a.ipynb")
+    assert grade.main([str(tmp_path)]) == 2
+    assert "CHAPTER=NN" in capsys.readouterr().err
+
+
+def test_right_answers_pass_the_real_checks_in_process(capsys):
+    """The synthetic chapter's answers are what chapter 1's checks accept (or reject)."""
+    from attn_helpers.checks import CheckFailed
+    from attn_helpers.checks import ch01 as check
+
+    ns = {}
+    exec(chapter().cells[1].source, ns)
+    for label in LABELS:
+        exec(RIGHT[label], ns)
+        exec(CHECKS[label], ns)
+    assert capsys.readouterr().out.count("✓") >= 3
+    for label in LABELS:
+        exec(WRONG[label], ns)
+        with pytest.raises(CheckFailed):
+            exec(CHECKS[label], {**ns, "check": check})
