@@ -85,7 +85,7 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
                                       cell.source))
         elif meta := exercise_meta(cell):
             exercises.append(Exercise(meta["label"], str(meta.get("title", "")), i, cell.source))
-    ends = [ex.cell for ex in exercises[1:]] + [len(nb.cells)]
+    ends = [ex.cell for ex in exercises[1:]] + [len(nb.cells)] if exercises else []
     for ex, end in zip(exercises, ends, strict=True):
         span = range(ex.cell + 1, end)
         for i in span:

@@ -111,3 +111,9 @@ def test_checks_have_tests(chapter):
 def test_labels_are_unique_across_the_book():
     labels = [ex.label for chapter in CHAPTERS for ex in load(chapter)[1]]
     assert len(labels) == len(set(labels)), f"duplicate exercise labels: {sorted(labels)}"
+
+
+def test_a_notebook_without_exercises_has_none():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Just prose"),
+                                         nbformat.v4.new_code_cell("x = 1")])
+    assert find_exercises(nb) == []
