@@ -9,6 +9,12 @@ export PYTHONHASHSEED := 0
 SITE_TESTS := tests/test_links.py tests/test_browser.py
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
+# The chapters (make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one).
+CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
+# make book: jupyter-cache fills Jupyter Book's execution cache, one kernel per core, before the build,
+# which then finds every chapter cached; a chapter whose code did not change is not executed again.
+JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
+EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
 .PHONY: help setup lock book test unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
 
@@ -32,8 +38,10 @@ lock:  ## regenerate requirements.txt, the complete lock, from requirements.in w
 		--no-emit-find-links --no-emit-index-url --no-emit-trusted-host -o requirements.txt requirements.in
 	sed -i -E 's/^(torch==[0-9.]+)\+cpu$$/\1/' requirements.txt
 
-book: $(STAMP)  ## execute every chapter and write the website to _build/html
-	$(PY) scripts/execute_cache.py --cache $(BOOK_OUT)/_build/.jupyter_cache
+book: $(STAMP)  ## execute every chapter (one kernel per core) and write the website to _build/html
+	@mkdir -p $(BOOK_OUT)/_build/.jupyter_cache
+	$(JCACHE) notebook add $(CHAPTERS) > /dev/null
+	$(JCACHE) project execute --executor local-parallel --timeout $(EXEC_TIMEOUT)
 	jupyter-book build . --path-output $(BOOK_OUT) --keep-going
 	@echo "Open $(BOOK_OUT)/_build/html/index.html in a browser."
 
@@ -60,8 +68,10 @@ bench: $(STAMP)  ## time make test, a clean website build, a rebuild with nothin
 lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment
 	jupyter lab chapters/
 
-refresh: $(STAMP)  ## re-execute every chapter in place (after editing one) and strip volatile metadata
-	$(PY) scripts/run_chapters.py chapters/*.ipynb
+refresh: $(STAMP)  ## re-execute the chapters in place (after editing one) and strip what changes from run to run
+	jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=$(EXEC_TIMEOUT) $(CHAPTERS)
+	jupyter nbconvert --coalesce-streams --inplace $(CHAPTERS)  # one stream per cell, however the kernel split it
+	nbstripout --keep-output --keep-count --keep-id --extra-keys "metadata.language_info.version" $(CHAPTERS)
 
 student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab) to student/
 	$(PY) scripts/make_student.py chapters/*.ipynb --out student

@@ -140,7 +140,7 @@ class ChapterText:
         name, spec = content.rsplit(":", 1) if ":" in content else (content, "")
         if name not in self.glued:
             raise MystError(f"{self.name}: {{{role}}}`{content}`: no cell glues {name!r}; run the chapter "
-                            f"(scripts/run_chapters.py) so its outputs hold the glued values")
+                            f"(make refresh) so its outputs hold the glued values")
         data = self.glued[name]
         if role == "glue:md" and "text/markdown" in data:
             return _text(data["text/markdown"])
