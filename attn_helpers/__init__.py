@@ -28,3 +28,8 @@ from .cost import (
 )
 from .masks import MASK_CONVENTIONS, causal_mask, convert_mask, padding_mask
 from .torch_compat import copy_from_torch_mha, copy_to_torch_mha, from_torch_mha, to_torch_mha
+
+# chapter 9 exports
+from .inference import GroupedQueryAttention, KVCache, TinyDecoder, count_flops, decode_flops, decode_times, grouped_query_attention
+from .merge import finish_partial, merge_partials, partial_attention
+from .null_attention import RetrievalAttention, plot_null_weights, retrieval_errors, retrieval_task, softmax_plus_one, train_retrieval
