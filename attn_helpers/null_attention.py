@@ -158,10 +158,12 @@ def plot_null_weights(weights: dict[str, torch.Tensor], title: str = "Where abse
     if not weights:
         raise ValueError("weights is empty: pass {name: (rows, t + 1) tensor}.")
     n_rows, n_cols = next(iter(weights.values())).shape
-    fig, axes = plt.subplots(len(weights), 1, figsize=(6.4, (0.45 * n_rows + 1.4) * len(weights)), squeeze=False)
+    fig, axes = plt.subplots(len(weights), 1, figsize=(6.4, (0.55 * n_rows + 1.3) * len(weights)), squeeze=False)
     keys = [f"key {j}" for j in range(n_cols - 1)] + ["nothing"]
     for ax, (name, w) in zip(axes[:, 0], weights.items(), strict=True):
         plot_attention(w, [f"example {i}" for i in range(n_rows)], keys, title=name, ax=ax)
+        for text in ax.texts:  # the weights written in the cells: legible on a phone too
+            text.set_fontsize(9)
         ax.set_xlabel("")
         ax.set_ylabel("")
     fig.suptitle(title)
