@@ -58,19 +58,19 @@ def merge_partials(parts: Sequence[Partial]) -> Partial:
     parts = list(parts)
     if not parts or any(not isinstance(p, tuple) or len(p) != 3 for p in parts):
         raise ValueError("merge_partials takes a non-empty list of (m, l, o) triples from partial_attention.")
-    shapes = {(tuple(m.shape), tuple(l.shape), tuple(o.shape[:-1])) for m, l, o in parts}
+    shapes = {(tuple(m.shape), tuple(ell.shape), tuple(o.shape[:-1])) for m, ell, o in parts}
     if len(shapes) != 1:
         raise ValueError(f"the triples come from different queries: shapes {sorted(shapes)} must all agree.")
     M = torch.stack([m for m, _, _ in parts]).amax(dim=0)  # (..., t_q, 1)
     l_total, o_total = torch.zeros_like(parts[0][1]), torch.zeros_like(parts[0][2])
-    for m, l, o in parts:
+    for m, ell, o in parts:
         factor = torch.exp(m - _finite(M))  # e^{m_i - M}; 0 for an all-blocked shard
-        l_total = l_total + l * factor
+        l_total = l_total + ell * factor
         o_total = o_total + o * factor
     return M, l_total, o_total
 
 
 def finish_partial(part: Partial) -> torch.Tensor:
     """The attention output ``o / l`` of a (merged) triple, 0 for a query with no allowed key (chapter 9)."""
-    _, l, o = part
-    return o / torch.where(l == 0, torch.ones_like(l), l)
+    _, ell, o = part
+    return o / torch.where(ell == 0, torch.ones_like(ell), ell)

@@ -67,8 +67,8 @@ def no_rescale(a, b):
 
 
 def normalised(a, b):
-    m, l, o = reference_merge(a, b)
-    return m, l, o / torch.where(l == 0, torch.ones_like(l), l)
+    m, ell, o = reference_merge(a, b)
+    return m, ell, o / torch.where(ell == 0, torch.ones_like(ell), ell)
 
 
 def min_instead_of_max(a, b):

@@ -201,8 +201,8 @@ def test_merged_shards_equal_sdpa(splits):
 
 
 def test_a_fully_blocked_shard_is_minus_inf_zero_zero():
-    m, l, o = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5), torch.zeros(4, 2, dtype=torch.bool))
-    assert torch.isinf(m).all() and (m < 0).all() and (l == 0).all() and (o == 0).all()
+    m, ell, o = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5), torch.zeros(4, 2, dtype=torch.bool))
+    assert torch.isinf(m).all() and (m < 0).all() and (ell == 0).all() and (o == 0).all()
 
 
 def test_merge_rejects_bad_input():

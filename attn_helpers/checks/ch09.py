@@ -52,8 +52,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     answer = fn(tuple(x.clone() for x in a), tuple(x.clone() for x in b))
     if not isinstance(answer, tuple) or len(answer) != 3:
         raise CheckFailed("merge_two should return a tuple (m, l, o), like partial_attention.")
-    m, l, o = answer
-    for name, x in (("m", m), ("l", l), ("o", o)):
+    m, ell, o = answer
+    for name, x in (("m", m), ("l", ell), ("o", o)):
         if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and torch.isnan(x).any():
             raise CheckFailed(
                 f"{name} contains NaN. Hint: where both maxima are -inf (a query with no allowed key in "
@@ -63,7 +63,7 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     if not isinstance(m, torch.Tensor) or m.shape != expected[0].shape or not torch.equal(m, expected[0]):
         raise CheckFailed("m is not right yet. Hint: the merged maximum is the larger of the two, torch.maximum(m_a, m_b).")
     print("✓ m: correct")
-    check_tensor(l, expected[1], "l", {
+    check_tensor(ell, expected[1], "l", {
         "rescale each sum to the common maximum before adding: l_a e^(m_a - M) + l_b e^(m_b - M).": wrong[1],
     })
     check_tensor(o, expected[2], "o", {
@@ -71,7 +71,7 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
         "keep o unnormalised, as partial_attention returns it: divide by l only at the very end.":
             expected[2] / torch.where(expected[1] == 0, torch.ones_like(expected[1]), expected[1]),
     })
-    finished = o / torch.where(l == 0, torch.ones_like(l), l)
+    finished = o / torch.where(ell == 0, torch.ones_like(ell), ell)
     check_tensor(finished, full, "o / l against attention over all keys")
 
 
