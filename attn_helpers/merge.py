@@ -18,12 +18,10 @@ import torch
 from .attention import _check_shapes, _mask_to_additive
 from .validate import as_float_tensor
 
-Partial = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-
 
 def partial_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, scale: float | None = None
-) -> Partial:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Attention of ``q`` over one shard of keys, as ``(m, l, o)`` (chapter 9).
 
     q ``(..., t_q, d_k)``, k ``(..., t_s, d_k)``, v ``(..., t_s, d_v)``; ``mask`` (bool, True = may
@@ -48,7 +46,9 @@ def _finite(m: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isinf(m), torch.zeros_like(m), m)
 
 
-def merge_partials(parts: Sequence[Partial]) -> Partial:
+def merge_partials(
+    parts: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Merge the ``(m, l, o)`` triples of several shards into the triple of all their keys (chapter 9).
 
     Each triple is rescaled to the common maximum ``M = max_i m_i``: ``l = Σ l_i e^{m_i - M}``,
@@ -70,7 +70,7 @@ def merge_partials(parts: Sequence[Partial]) -> Partial:
     return M, l_total, o_total
 
 
-def finish_partial(part: Partial) -> torch.Tensor:
+def finish_partial(part: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """The attention output ``o / l`` of a (merged) triple, 0 for a query with no allowed key (chapter 9)."""
     _, ell, o = part
     return o / torch.where(ell == 0, torch.ones_like(ell), ell)
