@@ -141,12 +141,17 @@ def train_retrieval(model: RetrievalAttention, task: RetrievalTask, steps: int =
 
 @torch.no_grad()
 def retrieval_errors(model: RetrievalAttention, task: RetrievalTask) -> dict[str, float]:
-    """Mean squared error on the queries with a matching key (``present``) and without (``absent``)."""
+    """Mean squared error on the queries with a matching key (``present``) and without (``absent``) (chapter 9).
+
+    Also: the mean weight on "nothing" for both kinds of query, and ``length_present``, the mean of
+    ``|output| / |target|`` over the queries with a matching key (1 for answers of the right length).
+    """
     out, w = model(task)
     err = ((out - task.target) ** 2).mean(dim=-1)  # (n,)
-    return {"present": float(err[task.present].mean()), "absent": float(err[~task.present].mean()),
-            "null_weight_absent": float(w[~task.present, -1].mean()),
-            "null_weight_present": float(w[task.present, -1].mean())}
+    p = task.present
+    return {"present": float(err[p].mean()), "absent": float(err[~p].mean()),
+            "length_present": float((out[p].norm(dim=-1) / task.target[p].norm(dim=-1)).mean()),
+            "null_weight_absent": float(w[~p, -1].mean()), "null_weight_present": float(w[p, -1].mean())}
 
 
 def plot_null_weights(weights: dict[str, torch.Tensor], title: str = "Where absent queries put their weight"

@@ -261,6 +261,8 @@ def test_null_key_lets_absent_queries_attend_nothing():
         assert losses[-1] < losses[0]
         results[name] = retrieval_errors(model, test)
     assert results["softmax"]["null_weight_absent"] == 0.0
+    assert results["null_key"]["length_present"] == pytest.approx(1.0, abs=0.1)
+    assert results["softmax"]["length_present"] < results["null_key"]["length_present"]
     assert results["null_key"]["absent"] < results["softmax"]["absent"]
     assert results["null_key"]["null_weight_absent"] > results["null_key"]["null_weight_present"]
     with pytest.raises(ValueError, match="normaliser"):
