@@ -10,7 +10,7 @@ count the FLOPs of each step with ``torch.utils.flop_counter`` and time it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -211,7 +211,7 @@ class TinyDecoder(nn.Module):
         return 2 * len(self.layers) * layer.num_kv_heads * layer.d_k * torch.finfo(dtype).bits // 8
 
 
-def count_flops(fn, *args: object) -> dict[str, int]:
+def count_flops(fn: Callable[..., object], *args: object) -> dict[str, int]:
     """FLOPs of ``fn(*args)`` counted by ``torch.utils.flop_counter.FlopCounterMode``, by operator (chapter 9).
 
     Matrix products are counted as 2 FLOPs per multiply-add; softmax, ``cat`` and the like count 0.

@@ -102,6 +102,14 @@ def test_gqa_module_with_all_heads_is_chapter_5s_module():
     assert torch.allclose(out, ref, atol=1e-6) and len(cache) == 6
 
 
+def test_gqa_module_rejects_input_of_the_wrong_width():
+    layer = ah.GroupedQueryAttention(16, 4, 2)
+    with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
+        layer(randn(2, 5, 8))
+    with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
+        layer(randn(5, 16))
+
+
 @pytest.mark.parametrize("args, match", [((16, 4, 3), "must divide"), ((16, 3), "must divide"), ((16, 0), "positive")])
 def test_gqa_module_rejects_bad_sizes(args, match):
     with pytest.raises(ValueError, match=match):
