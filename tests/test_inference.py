@@ -1,0 +1,286 @@
+"""Tests for chapter 9's helpers: KV cache, grouped-query attention, the tiny decoder, shard merging, null keys."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
+
+import attn_helpers as ah
+from attn_helpers.cost import TensorMemoryTracker
+from attn_helpers.inference import KVCache, decode_flops, decode_times, flops_by_operator, grouped_query_attention
+from attn_helpers.merge import finish_partial, merge_partials, partial_attention
+from attn_helpers.null_attention import (
+    RetrievalAttention,
+    plot_null_weights,
+    retrieval_errors,
+    retrieval_task,
+    softmax_plus_one,
+    train_retrieval,
+)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------- KVCache
+
+
+def test_cache_extend_appends_along_time_and_counts_bytes():
+    cache = KVCache(randn(2, 3, 4, 5), randn(2, 3, 4, 5, seed=1))
+    longer = cache.extend(randn(2, 3, 1, 5, seed=2), randn(2, 3, 1, 5, seed=3))
+    assert len(cache) == 4 and len(longer) == 5
+    assert torch.equal(longer.k[:, :, :4], cache.k) and torch.equal(longer.k[:, :, 4:], randn(2, 3, 1, 5, seed=2))
+    assert longer.nbytes == 2 * 2 * 3 * 5 * 5 * 4
+
+
+@pytest.mark.parametrize("k, v, match", [
+    (randn(3, 4, 5), randn(3, 4, 5), r"\(b, g, t, d_k\)"),
+    (randn(1, 2, 4, 5), randn(1, 2, 3, 5), "one value per key"),
+    (torch.ones(1, 1, 2, 2, dtype=torch.long), torch.ones(1, 1, 2, 2, dtype=torch.long), "floating-point"),
+])
+def test_cache_rejects_bad_tensors(k, v, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        KVCache(k, v)
+
+
+def test_cache_extend_rejects_other_heads():
+    cache = KVCache(randn(1, 2, 3, 4), randn(1, 2, 3, 4))
+    with pytest.raises(ValueError, match="must match"):
+        cache.extend(randn(1, 4, 1, 4), randn(1, 4, 1, 4))
+
+
+# ---------------------------------------------------------------- grouped-query attention
+
+
+@pytest.mark.parametrize("h, g", [(8, 8), (8, 4), (8, 2), (8, 1), (6, 3)])
+@pytest.mark.parametrize("t_q, t_k", [(5, 5), (3, 9), (1, 7)])
+def test_gqa_matches_sdpa_enable_gqa(h, g, t_q, t_k):
+    q, k, v = randn(2, h, t_q, 4), randn(2, g, t_k, 4, seed=1), randn(2, g, t_k, 3, seed=2)
+    mask = ah.causal_mask(t_q, t_k)
+    out, w = grouped_query_attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(t_q, t_k), enable_gqa=True)
+    assert out.shape == (2, h, t_q, 3) and w.shape == (2, h, t_q, t_k)
+    assert torch.allclose(out, ref, atol=1e-6)
+    r = h // g  # query head i uses key head i // r
+    full, _ = ah.attention(q, k.repeat_interleave(r, 1), v.repeat_interleave(r, 1), mask)
+    assert torch.allclose(out, full, atol=1e-6)
+
+
+def test_gqa_never_copies_the_keys_per_query_head():
+    q, k, v = randn(1, 8, 1, 16), randn(1, 2, 256, 16, seed=1), randn(1, 2, 256, 16, seed=2)
+    with torch.no_grad(), TensorMemoryTracker() as tracker:
+        grouped_query_attention(q, k, v)
+    # nothing bigger than one cached tensor (attention's input checks make temporaries of that size),
+    # while copying the keys for every query head would make tensors h / g = 4 times bigger
+    assert tracker.largest <= k.nbytes
+
+
+@pytest.mark.parametrize("q, k, v, mask, match", [
+    (randn(8, 1, 4), randn(1, 2, 3, 4), randn(1, 2, 3, 4), None, r"\(b, heads, t, d\)"),
+    (randn(1, 8, 1, 4), randn(1, 3, 3, 4), randn(1, 3, 3, 4), None, "g must divide h"),
+    (randn(1, 8, 1, 4), randn(1, 2, 3, 4), randn(1, 4, 3, 4), None, "same number g"),
+    (randn(1, 8, 1, 4), randn(1, 2, 3, 4), randn(1, 2, 3, 4), torch.ones(1, 1, 1, 3, dtype=torch.bool), "mask"),
+])
+def test_gqa_rejects_bad_shapes(q, k, v, mask, match):
+    with pytest.raises(ValueError, match=match):
+        grouped_query_attention(q, k, v, mask)
+
+
+def test_gqa_module_with_all_heads_is_chapter_5s_module():
+    torch.manual_seed(0)
+    mha = ah.MultiHeadAttention(16, 4)
+    gqa = ah.GroupedQueryAttention(16, 4)
+    gqa.load_state_dict(mha.state_dict())
+    x = randn(2, 6, 16)
+    with torch.no_grad():
+        ref, _ = mha(x, mask=ah.causal_mask(6))
+        out, cache = gqa(x)
+    assert torch.allclose(out, ref, atol=1e-6) and len(cache) == 6
+
+
+def test_gqa_module_rejects_input_of_the_wrong_width():
+    layer = ah.GroupedQueryAttention(16, 4, 2)
+    with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
+        layer(randn(2, 5, 8))
+    with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
+        layer(randn(5, 16))
+
+
+@pytest.mark.parametrize("args, match", [((16, 4, 3), "must divide"), ((16, 3), "must divide"), ((16, 0), "positive")])
+def test_gqa_module_rejects_bad_sizes(args, match):
+    with pytest.raises(ValueError, match=match):
+        ah.GroupedQueryAttention(*args)
+
+
+# ---------------------------------------------------------------- TinyDecoder
+
+
+@pytest.fixture
+def decoder():
+    torch.manual_seed(0)
+    return ah.TinyDecoder(vocab=20, d_model=16, num_heads=4, num_kv_heads=2, n_layers=2)
+
+
+def test_cached_generation_equals_recomputation(decoder):
+    prompt = torch.randint(20, (2, 5), generator=torch.Generator().manual_seed(1))
+    tokens_c, logits_c = decoder.generate(prompt, 7, use_cache=True)
+    tokens_f, logits_f = decoder.generate(prompt, 7, use_cache=False)
+    assert tokens_c.shape == (2, 12) and logits_c.shape == (2, 7, 20)
+    assert torch.equal(tokens_c, tokens_f) and torch.allclose(logits_c, logits_f, atol=1e-5)
+    assert torch.equal(tokens_c[:, :5], prompt)
+    assert torch.equal(tokens_c[:, 5:], logits_c.argmax(-1))
+
+
+def test_a_chunk_of_new_tokens_on_a_cache(decoder):
+    seq = torch.randint(20, (1, 9), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full, _ = decoder(seq)
+        _, caches = decoder(seq[:, :6])
+        chunk, caches = decoder(seq[:, 6:], caches)
+    assert torch.allclose(chunk, full[:, 6:], atol=1e-5) and [len(c) for c in caches] == [9, 9]
+
+
+def test_cache_bytes_per_token_matches_the_tensors(decoder):
+    with torch.no_grad():
+        _, caches = decoder(torch.zeros(1, 10, dtype=torch.long))
+    assert sum(c.nbytes for c in caches) == 10 * decoder.cache_bytes_per_token() == 10 * 2 * 2 * 2 * 4 * 4
+    assert decoder.cache_bytes_per_token(torch.bfloat16) == decoder.cache_bytes_per_token() // 2
+
+
+@pytest.mark.parametrize("tokens, caches, err, match", [
+    (torch.zeros(1, 3), None, TypeError, "token ids"),
+    (torch.zeros(3, dtype=torch.long), None, TypeError, "token ids"),
+    (torch.full((1, 3), 20), None, ValueError, "0 … 19"),
+    (torch.zeros(1, 3, dtype=torch.long), [], ValueError, "one cache per layer"),
+])
+def test_decoder_rejects_bad_input(decoder, tokens, caches, err, match):
+    with pytest.raises(err, match=match):
+        decoder(tokens, caches)
+
+
+def test_flops_grow_linearly_with_a_cache_and_quadratically_without(decoder):
+    table = decode_flops(decoder, [8, 16, 32])
+    assert list(table.columns) == ["cached", "full", "cached_attention", "full_attention"]
+    h, d_k, layers = 4, 4, 2
+    for t in table.index:  # 2 FLOPs per multiply-add, q·k and w·v, every head and layer
+        assert table.loc[t, "cached_attention"] == 2 * 2 * layers * h * d_k * t
+        assert table.loc[t, "full_attention"] == 2 * 2 * layers * h * d_k * t * t
+    assert ah.loglog_slope(table.index, table["cached_attention"]) == pytest.approx(1.0)
+    assert ah.loglog_slope(table.index, table["full_attention"]) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match=">= 2"):
+        decode_flops(decoder, [1, 4])
+
+
+def test_count_flops_of_a_matrix_product():
+    assert flops_by_operator(torch.mm, torch.ones(3, 4), torch.ones(4, 5)) == {"mm": 2 * 3 * 4 * 5}
+
+
+def test_decode_times_returns_positive_seconds(decoder):
+    table = decode_times(decoder, [4, 8])
+    assert isinstance(table, pd.DataFrame) and list(table.index) == [4, 8]
+    assert (table > 0).all().all()
+    with pytest.raises(ValueError, match="positive"):
+        decode_times(decoder, [4], threads=0)
+
+
+# ---------------------------------------------------------------- merging shards
+
+
+@pytest.mark.parametrize("splits", [[10], [3, 7], [4, 4, 2], [1] * 10])
+def test_merged_shards_equal_sdpa(splits):
+    q, k, v = randn(2, 3, 5, 8) * 2, randn(2, 3, 10, 8, seed=1) * 2, randn(2, 3, 10, 4, seed=2)
+    mask = ah.causal_mask(5, 10).clone()
+    mask[0] = False  # a query with no allowed key at all
+    parts, start = [], 0
+    for size in splits:
+        parts.append(partial_attention(q, k[..., start:start + size, :], v[..., start:start + size, :],
+                                       mask[:, start:start + size]))
+        start += size
+    merged = merge_partials(parts)
+    out = finish_partial(merged)
+    assert not torch.isnan(out).any()
+    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-6)
+    assert torch.allclose(finish_partial(merge_partials(parts[::-1])), out, atol=1e-6)
+    assert torch.isinf(merged[0][..., 0, :]).all() and (merged[1][..., 0, :] == 0).all()
+
+
+def test_a_fully_blocked_shard_is_minus_inf_zero_zero():
+    m, ell, o = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5), torch.zeros(4, 2, dtype=torch.bool))
+    assert torch.isinf(m).all() and (m < 0).all() and (ell == 0).all() and (o == 0).all()
+
+
+def test_merge_rejects_bad_input():
+    with pytest.raises(ValueError, match="non-empty list"):
+        merge_partials([])
+    a = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5))
+    b = partial_attention(randn(3, 3), randn(2, 3), randn(2, 5))
+    with pytest.raises(ValueError, match="different queries"):
+        merge_partials([a, b])
+    with pytest.raises(ValueError, match="d_k"):
+        partial_attention(randn(4, 3), randn(2, 4), randn(2, 5))
+
+
+# ---------------------------------------------------------------- nothing relevant
+
+
+def test_softmax_plus_one_is_a_null_key_with_score_zero():
+    s = randn(3, 5) * 4
+    with_null = torch.softmax(torch.cat([s, torch.zeros(3, 1)], dim=-1), dim=-1)[:, :-1]
+    assert torch.allclose(softmax_plus_one(s), with_null, atol=1e-7)
+    assert (softmax_plus_one(s).sum(-1) < 1).all()
+    big = softmax_plus_one(torch.tensor([1000.0, 1000.0]))
+    assert torch.allclose(big, torch.tensor([0.5, 0.5]))
+    assert torch.equal(softmax_plus_one(torch.full((3,), -math.inf)), torch.zeros(3))
+    with pytest.raises(TypeError):
+        softmax_plus_one(torch.ones(3, dtype=torch.long))
+
+
+def test_retrieval_task_targets():
+    task = retrieval_task(200, t=5, n_symbols=12, d_v=3, seed=4)
+    assert task.keys.shape == (200, 5) and task.values.shape == (200, 5, 3) and task.target.shape == (200, 3)
+    for i in range(200):
+        keys = task.keys[i].tolist()
+        assert len(set(keys)) == 5
+        if task.present[i]:
+            assert torch.equal(task.target[i], task.values[i, keys.index(int(task.query[i]))])
+        else:
+            assert int(task.query[i]) not in keys and (task.target[i] == 0).all()
+    assert 0.3 < task.present.float().mean() < 0.7
+    assert torch.equal(retrieval_task(10, seed=4).values, retrieval_task(10, seed=4).values)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"n": 0}, "positive"), ({"n": 5, "t": 16}, "must exceed"),
+                                           ({"n": 5, "p_absent": 1.5}, "probability")])
+def test_retrieval_task_rejects_bad_sizes(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        retrieval_task(**kwargs)
+
+
+def test_null_key_lets_absent_queries_attend_nothing():
+    train, test = retrieval_task(512, seed=0), retrieval_task(256, seed=1)
+    results = {}
+    for name in ("softmax", "null_key", "softmax_plus_one"):
+        model = RetrievalAttention(name, seed=0)
+        losses = train_retrieval(model, train, steps=150)
+        assert losses[-1] < losses[0]
+        results[name] = retrieval_errors(model, test)
+    assert results["softmax"]["null_weight_absent"] == 0.0
+    assert results["null_key"]["length_present"] == pytest.approx(1.0, abs=0.1)
+    assert results["softmax"]["length_present"] < results["null_key"]["length_present"]
+    assert results["null_key"]["absent"] < results["softmax"]["absent"]
+    assert results["null_key"]["null_weight_absent"] > results["null_key"]["null_weight_present"]
+    with pytest.raises(ValueError, match="normaliser"):
+        RetrievalAttention("sparsemax")
+    with pytest.raises(ValueError, match="steps"):
+        train_retrieval(RetrievalAttention(), train, steps=0)
+
+
+def test_plot_null_weights():
+    fig = plot_null_weights({"a": torch.rand(3, 4), "b": torch.rand(3, 4)})
+    assert len(fig.axes) >= 2
+    with pytest.raises(ValueError, match="empty"):
+        plot_null_weights({})
