@@ -1,0 +1,33 @@
+// Search results: Sphinx shows under each hit a snippet of the page's text, which it takes from the page's
+// HTML, where a formula is still its TeX source ("\(d^{1/4}\)") until MathJax typesets it. On the search
+// page this turns each formula into plain text ("d^1/4") before the snippet is cut. Other pages: nothing.
+(() => {
+  const SYMBOLS = {
+    cdot: "·", times: "×", sqrt: "√", top: "ᵀ", infty: "∞", le: "≤", leq: "≤", ge: "≥", geq: "≥",
+    approx: "≈", neq: "≠", in: "∈", to: "→", rightarrow: "→", ldots: "…", cdots: "⋯", dots: "…",
+    sum: "Σ", prod: "Π", alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", theta: "θ",
+    lambda: "λ", mu: "μ", pi: "π", sigma: "σ", tau: "τ", phi: "φ", Sigma: "Σ", Delta: "Δ",
+    mathbb: "", mathbf: "", mathrm: "", mathcal: "", operatorname: "", text: "", textrm: "",
+    left: "", right: "", big: "", Big: "", quad: " ", qquad: " ", displaystyle: "",
+  };
+  const readable = (tex) => tex
+    .replace(/^\s*(\\\(|\\\[|\$\$?)|(\\\)|\\\]|\$\$?)\s*$/g, "")     // the delimiters
+    .replace(/\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
+    .replace(/\\([A-Za-z]+)/g, (m, name) => (name in SYMBOLS ? SYMBOLS[name] : name))
+    .replace(/\\[,;:! ]/g, " ")
+    .replace(/[{}]/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
+
+  const patch = () => {
+    if (typeof Search === "undefined" || Search.htmlToTextWithTeX) return;  // not the search page
+    Search.htmlToTextWithTeX = Search.htmlToText;
+    Search.htmlToText = (htmlString, anchor) => {
+      const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(".math").forEach((el) => { el.textContent = readable(el.textContent); });
+      return Search.htmlToTextWithTeX(doc.documentElement.outerHTML, anchor);
+    };
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", patch);
+  else patch();
+})();
