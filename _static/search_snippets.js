@@ -13,7 +13,7 @@
   const readable = (tex) => tex
     .replace(/^\s*(\\\(|\\\[|\$\$?)|(\\\)|\\\]|\$\$?)\s*$/g, "")     // the delimiters
     .replace(/\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
-    .replace(/\\([A-Za-z]+)/g, (m, name) => (name in SYMBOLS ? SYMBOLS[name] : name))
+    .replace(/\\([A-Za-z]+)/g, (m, name) => (Object.hasOwn(SYMBOLS, name) ? SYMBOLS[name] : name))
     .replace(/\\[,;:! ]/g, " ")
     .replace(/[{}]/g, "")
     .replace(/\s+/g, " ")
