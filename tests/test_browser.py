@@ -223,6 +223,8 @@ IMAGES_JS = DESCRIBE + """
 OVERFLOW_JS = DESCRIBE + """
 () => {
   const width = window.innerWidth;
+  const scrollWidth = document.documentElement.scrollWidth;
+  if (scrollWidth <= width) return {scrollWidth, innerWidth: width, culprits: []};
   const clipped = (el) => {
     for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
       if (getComputedStyle(p).overflowX !== 'visible') return true;
@@ -235,7 +237,7 @@ OVERFLOW_JS = DESCRIBE + """
   });
   const deepest = out.filter((el) => !out.some((o) => o !== el && el.contains(o)));
   return {
-    scrollWidth: document.documentElement.scrollWidth, innerWidth: width,
+    scrollWidth, innerWidth: width,
     culprits: deepest.slice(0, 6).map((el) => `${describe(el)} reaches ${Math.round(el.getBoundingClientRect().right)} px`),
   };
 }
@@ -280,13 +282,13 @@ def figure_sections(page) -> dict:
 
 
 def figure_screenshot_path(name: str, screen: str) -> Path:
-    return SCREENSHOTS / "figures" / f"{name}-{screen}.png"
+    return SCREENSHOTS / "figures" / f"{name}-{screen}.jpg"
 
 
 def screenshot_sections(sections: dict, screen: str) -> None:
     for name, section in sections.items():
         figure_screenshot_path(name, screen).parent.mkdir(parents=True, exist_ok=True)
-        section.screenshot(path=figure_screenshot_path(name, screen))
+        section.screenshot(path=figure_screenshot_path(name, screen), type="jpeg", quality=90)
 
 
 @dataclass
@@ -332,8 +334,7 @@ def visit_page(context, server: str, page_path: str) -> Visit:
             page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             visit.phone = page.evaluate(OVERFLOW_JS)
             page.screenshot(path=screenshot_path(page_path, "phone"), type="jpeg", quality=80)
-            screenshot_sections(sections, "phone")
-            page.set_viewport_size(DESKTOP)
+            screenshot_sections(sections, "phone")  # the solution drop-down below is tried on the phone screen
         if page_path in CHAPTERS:
             try:
                 assert page.locator(".solution.dropdown").count(), f"{page_path}: exercises should have hidden solutions"
