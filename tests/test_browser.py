@@ -285,10 +285,26 @@ def figure_screenshot_path(name: str, screen: str) -> Path:
     return SCREENSHOTS / "figures" / f"{name}-{screen}.jpg"
 
 
+# While a tall section is captured, the theme's sticky header (and the skip link, if focused) would be
+# painted across its middle: they scroll away for the screenshot.
+UNSTICK = """(on) => {
+  if (document.activeElement) document.activeElement.blur();
+  for (const el of document.querySelectorAll('#pst-skip-link, #pst-header, .bd-header-article')) {
+    el.style.position = on ? 'static' : '';
+    el.style.visibility = on && el.id === 'pst-skip-link' ? 'hidden' : '';
+  }
+}"""
+
+
 def screenshot_sections(sections: dict, screen: str) -> None:
+    if not sections:
+        return
+    page = next(iter(sections.values())).page
+    page.evaluate(UNSTICK, True)
     for name, section in sections.items():
         figure_screenshot_path(name, screen).parent.mkdir(parents=True, exist_ok=True)
         section.screenshot(path=figure_screenshot_path(name, screen), type="jpeg", quality=90)
+    page.evaluate(UNSTICK, False)
 
 
 @dataclass
