@@ -249,6 +249,17 @@ OVERFLOW_JS = DESCRIBE + """
 # axe-core over the whole page but MathJax's output (thousands of glyph elements a page, whose accessibility
 # is MathJax's own assistive MathML; walking them triples axe's time). Each violation says whether it is
 # in the article, and which entry of THEME_VIOLATIONS (if any) its element matches.
+# Boxes in the article that scroll sideways on the phone (a long formula, a wide table, a code block) and that
+# the keyboard cannot reach, so cannot scroll: the theme gives code blocks, outputs and tables a tab stop,
+# _static/scroll_boxes.js gives one to display formulas.
+SCROLL_BOXES_JS = DESCRIBE + """
+(article) => [...document.querySelectorAll(`${article} *`)].filter((el) => {
+  const style = getComputedStyle(el);
+  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1
+    && el.offsetParent !== null && el.tabIndex < 0 && !el.querySelector('a, button, input, [tabindex]');
+}).slice(0, 6).map(describe)
+"""
+
 AXE_JS = DESCRIBE + """
 async ([article, theme, anyImpact]) => {
   const results = await axe.run({exclude: [['mjx-container']]}, {resultTypes: ['violations']});
@@ -276,6 +287,17 @@ TEXT_JS = """
   return copy.textContent;
 }
 """
+
+
+def to_phone(page) -> None:
+    """Narrow the tab to the phone's width, and return once the page has handled the resize event.
+
+    The theme updates the tab stops of scrolling boxes 300 ms after a resize (debounced), hence the wait.
+    """
+    page.evaluate("() => { window.resized = new Promise(r => addEventListener('resize', () => setTimeout(r, 400),"
+                  " {once: true})); }")
+    page.set_viewport_size(PHONE)
+    page.evaluate("() => window.resized.then(() => new Promise(r => requestAnimationFrame(r)))")
 
 
 def figure_sections(page) -> dict:
@@ -349,9 +371,9 @@ def visit_page(context, server: str, page_path: str) -> Visit:
             visit.axe = page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT])
             sections = figure_sections(page)
             screenshot_sections(sections, "desktop")
-            page.set_viewport_size(PHONE)
-            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+            to_phone(page)
             visit.phone = page.evaluate(OVERFLOW_JS)
+            visit.phone["unreachable"] = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
             page.screenshot(path=screenshot_path(page_path, "phone"), type="jpeg", quality=80)
             screenshot_sections(sections, "phone")  # the solution drop-down below is tried on the phone screen
         if page_path in CHAPTERS:
@@ -409,6 +431,8 @@ def test_page_fits_a_phone_screen(visits, page_path):
     assert phone["scrollWidth"] <= phone["innerWidth"], (
         f"{page_path} is {phone['scrollWidth']} px wide on a {phone['innerWidth']} px phone screen; "
         "sticking out:\n  " + "\n  ".join(phone["culprits"] or ["(no single element found)"]))
+    assert not phone["unreachable"], (f"{page_path}: boxes that scroll sideways on a phone but have no tab stop "
+                                      "(keyboard users cannot scroll them):\n  " + "\n  ".join(phone["unreachable"]))
 
 
 def alt_text_problem(alt: str | None) -> str | None:
@@ -494,7 +518,7 @@ def test_the_accessibility_and_leak_checks_can_fail(tab, server):
     assert {"aria-required-children", "empty-table-header"} <= rules, rules
     alts = [alt_text_problem(i["alt"]) for i in page.evaluate(IMAGES_JS, ARTICLE)]
     assert any(a and "file name" in a for a in alts)
-    page.set_viewport_size(PHONE)
+    to_phone(page)
     phone = page.evaluate(OVERFLOW_JS)
     page.set_viewport_size(DESKTOP)
     assert phone["scrollWidth"] > phone["innerWidth"] and any("code" in c for c in phone["culprits"]), phone
