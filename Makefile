@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# axe-core (the accessibility engine of tests/test_browser.py), from npm at the version package-lock.json pins.
+NODE_STAMP := node_modules/.package-lock.json
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 # Tests of the built website: they run after build-strict, not with the unit tests.
@@ -27,7 +29,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv with the pinned packages (done once; redone when requirements change)
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "make setup needs npm (Debian: apt-get install -y npm) for axe-core"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+setup: $(STAMP) $(NODE_STAMP)  ## create .venv and node_modules/ with the pinned packages (redone when they change)
 
 # pip-compile runs in its own small environment, so the book's stays exactly the lock. The sed: a local
 # CPU wheel reports torch 2.13.0+cpu; PyPI's has no such label, and ==2.13.0 matches both.
@@ -59,13 +66,13 @@ nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with
 build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
 	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 
-browser: $(STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
+browser: $(STAMP) $(NODE_STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
 bench: $(STAMP)  ## time make test, a clean website build, a rebuild with nothing changed, and GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment
+lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment (MyST rendered by jupyterlab-myst)
 	jupyter lab chapters/
 
 refresh: $(STAMP)  ## re-execute the chapters in place (after editing one) and strip what changes from run to run

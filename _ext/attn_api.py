@@ -5,6 +5,9 @@ replaced by a section with an ``automodule`` (with members) for every public mod
 so a module that a new chapter adds appears on the page without anyone editing it. The docstrings
 are the single source of the reference text. References to names the package re-exports, such as
 ``attn_helpers.GloVe``, resolve to the module that defines them.
+
+Docstrings name exercises by their labels, as instructors and the grader do ("Exercise ex-ch03-cat");
+on the page each label becomes a numbered link, "Exercise 3.1", as the chapters print it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from sphinx.application import Sphinx
 
 PACKAGE = "attn_helpers"
 MARKER = re.compile(r"^% attn-helpers-api\b.*$", re.MULTILINE)  # the whole comment line
+# An exercise label such as ex-ch03-cat, with the word "Exercise" before it if there is one (numref prints
+# its own "Exercise"); not inside ``code`` or another role's target.
+EXERCISE_LABEL = re.compile(r"(?:\b[Ee]xercises? )?(?<![\w`<-])(ex-ch\d\d-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w`>-])")
 
 
 def public_modules(package: str = PACKAGE) -> list[str]:
@@ -49,6 +55,14 @@ def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = MARKER.sub(lambda _: sections, source[0], count=1)
 
 
+def number_exercise_labels(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
+    """In a docstring of the package, replace each exercise label by a numbered reference to that exercise."""
+    if not name.startswith(PACKAGE):
+        return
+    for i, line in enumerate(lines):
+        lines[i] = EXERCISE_LABEL.sub(lambda m: f":numref:`{m.group(1)}`", line)
+
+
 def resolve_reexport(app: Sphinx, env, node, contnode):
     """Resolve ``attn_helpers.X`` (a name the package re-exports) to where X is defined and documented.
 
@@ -72,4 +86,5 @@ def resolve_reexport(app: Sphinx, env, node, contnode):
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", insert_modules)
     app.connect("missing-reference", resolve_reexport)
+    app.connect("autodoc-process-docstring", number_exercise_labels)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

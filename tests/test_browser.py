@@ -1,10 +1,23 @@
 """The built website in a real browser: headless Chromium (Debian's `chromium` package) driven by Playwright.
 
 The site is served from 127.0.0.1 and every request to any other host is blocked, so these tests
-also prove that the website works offline. For every page: it loads with no console error and no
-request that failed or left the machine, its math is typeset by MathJax, its images have loaded; a
-screenshot goes to _build/screenshots/. Across pages: the navigation reaches every chapter of
-_toc.yml, and a solution drop-down opens on click.
+also prove that the website works offline. Each page is visited once (`Visit`), on a 1366 px desktop
+and then a 390 px phone screen, and every check below reads what that visit recorded:
+
+- it loads with no console error and no request that failed or left the machine, its math is typeset
+  by MathJax, its images have loaded, screenshots of its first screen on a desktop and a phone go to
+  _build/screenshots/, and on a chapter a solution drop-down opens on click;
+- at 390 px nothing makes the page wider than the screen (what is too wide scrolls in its own box);
+- every image in the article has alt text that is a phrase, not a file path or a hash;
+- no figure more than 1,000 px wide is shown below 0.65 of its natural width at 1366 px, and a click on a
+  figure opens the full-size image;
+- axe-core (npm, pinned in package-lock.json, installed by `make setup`) finds no critical or serious
+  accessibility violation (nor an empty table header), but for the theme's own, named in THEME_VIOLATIONS;
+- no page shows leaked markup or test plumbing ("{glue", "Exercise Exercise", "NBVAL", ...).
+
+Across pages: the navigation reaches every chapter of _toc.yml, and search-result snippets show
+formulas as text, not TeX. Desktop and phone screenshots of the sections that hold the widest figures
+go to _build/screenshots/figures/.
 
 Needs /usr/bin/chromium (`apt-get update && apt-get install -y chromium`); never `playwright install`.
 Without it the tests skip, or fail when $CI is set.
@@ -14,23 +27,58 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from built_site import SITE, html_pages, require_site, skip_or_fail, toc_pages
+from built_site import ROOT, SITE, html_pages, require_site, skip_or_fail, toc_pages
 
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL = "apt-get update && apt-get install -y chromium"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run"]
 SCREENSHOTS = SITE.parent / "screenshots"  # _build/screenshots for the default _build/html
 PAGES = [p.as_posix() for p in html_pages()]
 CHAPTERS = [p for p in toc_pages() if p.startswith("chapters/")]
 MATH_TIMEOUT_MS = 20_000
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+# The figure rule: a figure drawn more than WIDE_FIGURE_PX wide must be shown at no less than MIN_SCALE of
+# its natural width on a 1366 px desktop, or its labels become unreadable. "Natural width" is the width the
+# figure was drawn for: the image's pixel width, or, for an image saved at 2x for sharp screens (a retina
+# PNG, which carries its intended CSS size as a width attribute), that attribute, the width it is meant to
+# be shown at; a 2x image shown at half its pixels is sharp, not shrunk.
+WIDE_FIGURE_PX, MIN_SCALE = 1000, 0.65
+# The sections to look at (figures 5.1, 5.2, 4.3 and 7.1 when issue 12 was filed: the widest ones).
+FIGURES_TO_SCREENSHOT = ("fig-ch05-memory", "fig-ch05-heads", "fig-ch04-before-after", "fig-ch07-padding")
+
+# Text that must never reach a reader: unrendered MyST roles and directives, test plumbing, and the
+# doubled word a {numref} after "Exercise" produces.
+LEAKS = ("{glue", "{numref", "{eq}", "{cite", "{ref}", "NBVAL", "Exercise Exercise", "exercise Exercise", ":label:")
+# ...except where a page shows MyST source on purpose: the instructors' page's examples of the exercise
+# convention are code blocks in Markdown (class highlight-markdown).
+SHOWS_MYST_SOURCE = ".highlight-markdown"
+
+# axe-core violations that come from the theme (pydata-sphinx-theme / sphinx-book-theme), outside the
+# article, which the book does not control. Each is (rule id, CSS selector of the element); any other
+# critical or serious violation fails, wherever it is.
+#   label-content-name-mismatch: the theme's search button (its visible text "Search" and the shortcut
+#   "Ctrl+K" differ from its aria-label) and its colour-mode button (label "Color mode", visible: an icon).
+THEME_VIOLATIONS = [
+    ["label-content-name-mismatch", "button.search-button__button"],
+    ["label-content-name-mismatch", "button.theme-switch-button"],
+]
+# Rules reported whatever impact axe gives them: empty-table-header is "minor" to axe, but a table whose
+# header cell is empty (a pandas index without a name) reads as a column without a name to a screen reader.
+ANY_IMPACT = ["empty-table-header"]
+ARTICLE = "#main-content article"
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -55,14 +103,16 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium and one browsing context for the module; each test opens its own tab."""
+    """One headless Chromium and one browsing context for the module; each visit opens its own tab."""
     if not CHROMIUM.is_file() or not shutil.which(str(CHROMIUM)):
         skip_or_fail(f"The browser test needs Debian's Chromium at {CHROMIUM}. Install it with: {INSTALL}")
+    if not AXE.is_file():
+        skip_or_fail(f"The browser test needs axe-core at {AXE.relative_to(ROOT)}: run `make setup` (npm ci).")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        context = chromium.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        context = chromium.new_context(viewport=DESKTOP, service_workers="block")
         try:
             yield context
         finally:
@@ -123,8 +173,8 @@ def images(page) -> list[dict]:
     return page.evaluate("() => [...document.images].map(i => ({src: i.getAttribute('src'), width: i.naturalWidth}))")
 
 
-def screenshot_path(page_path: str) -> Path:
-    return SCREENSHOTS / (page_path.removesuffix(".html").replace("/", "__") + ".jpg")
+def screenshot_path(page_path: str, screen: str = "desktop") -> Path:
+    return SCREENSHOTS / (page_path.removesuffix(".html").replace("/", "__") + f"-{screen}.jpg")
 
 
 def check_solution_dropdown(page, page_path: str) -> None:
@@ -139,27 +189,371 @@ def check_solution_dropdown(page, page_path: str) -> None:
     assert body.is_visible() and button.get_attribute("aria-expanded") == "true", f"{page_path}: solution did not open"
 
 
-@pytest.mark.parametrize("page_path", PAGES or ["intro.html"])
-def test_page_loads_typesets_math_and_shows_images(tab, server, page_path):
-    """Per page: no error, math typeset, images loaded, a screenshot; on chapters, a solution opens on click."""
+# JavaScript helpers evaluated in the page. describe(el) names an element so a failure says which one:
+# its tag, id and classes, the nearest heading's id, and the start of its text or its src.
+DESCRIBE = """
+const describe = (el) => {
+  let name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    [...el.classList].slice(0, 3).map(c => '.' + c).join('');
+  const section = el.closest('section[id], figure[id], dl[id], dt[id]');
+  const src = el.getAttribute && el.getAttribute('src');
+  const text = src ? src : (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
+  return name + (section ? ` in #${section.id}` : '') + (text ? ` ("${text}")` : '');
+};
+"""
+
+IMAGES_JS = DESCRIBE + """
+(selector) => {
+  const article = document.querySelector(selector);
+  if (!article) return [];
+  return [...article.querySelectorAll('img')].map((img) => {
+    const attr = parseFloat(img.getAttribute('width'));
+    const styled = img.style.width.endsWith('px') ? parseFloat(img.style.width) : NaN;
+    const link = img.closest('a');
+    return {
+      element: describe(img), src: img.getAttribute('src'), alt: img.getAttribute('alt'),
+      natural: img.naturalWidth, intended: attr || styled || img.naturalWidth,
+      shown: img.getBoundingClientRect().width, inFigure: !!img.closest('figure, .cell_output'),
+      href: link ? new URL(link.getAttribute('href'), location.href).href : null,
+      file: new URL(img.getAttribute('src'), location.href).href,
+    };
+  });
+}
+"""
+
+# Elements whose right edge passes the screen's, and that no ancestor clips or scrolls: what makes the page
+# scroll sideways. The deepest ones are reported (their ancestors stick out only because of them).
+OVERFLOW_JS = DESCRIBE + """
+() => {
+  const width = window.innerWidth;
+  const scrollWidth = document.documentElement.scrollWidth;
+  if (scrollWidth <= width) return {scrollWidth, innerWidth: width, culprits: []};
+  const clipped = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const out = [...document.body.querySelectorAll('*')].filter((el) => {
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.right > width + 1 && getComputedStyle(el).position !== 'fixed' && !clipped(el);
+  });
+  const deepest = out.filter((el) => !out.some((o) => o !== el && el.contains(o)));
+  return {
+    scrollWidth, innerWidth: width,
+    culprits: deepest.slice(0, 6).map((el) => `${describe(el)} reaches ${Math.round(el.getBoundingClientRect().right)} px`),
+  };
+}
+"""
+
+# axe-core over the whole page but MathJax's output (thousands of glyph elements a page, whose accessibility
+# is MathJax's own assistive MathML; walking them triples axe's time). Each violation says whether it is
+# in the article, and which entry of THEME_VIOLATIONS (if any) its element matches.
+# Boxes in the article that scroll sideways on the phone (a long formula, a wide table, a code block) and that
+# the keyboard cannot reach, so cannot scroll: the theme gives code blocks, outputs and tables a tab stop,
+# _static/scroll_boxes.js gives one to display formulas.
+SCROLL_BOXES_JS = DESCRIBE + """
+(article) => [...document.querySelectorAll(`${article} *`)].filter((el) => {
+  const style = getComputedStyle(el);
+  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1
+    && el.offsetParent !== null && el.tabIndex < 0 && !el.querySelector('a, button, input, [tabindex]');
+}).slice(0, 6).map(describe)
+"""
+
+AXE_JS = DESCRIBE + """
+async ([article, theme, anyImpact]) => {
+  const results = await axe.run({exclude: [['mjx-container']]}, {resultTypes: ['violations']});
+  const found = [];
+  for (const v of results.violations) {
+    if (!['critical', 'serious'].includes(v.impact) && !anyImpact.includes(v.id)) continue;
+    for (const node of v.nodes) {
+      const selector = node.target.join(' ');
+      const el = document.querySelector(node.target[0]);
+      const known = theme.find(([rule, sel]) => rule === v.id && el && el.matches(sel));
+      found.push({rule: v.id, impact: v.impact, selector, help: v.help, theme: known ? known[1] : null,
+                  inArticle: !!(el && el.closest(article)), element: el ? describe(el) : selector});
+    }
+  }
+  return found;
+}
+"""
+
+TEXT_JS = """
+([article, exempt]) => {
+  const el = document.querySelector(article);
+  if (!el) return '';
+  const copy = el.cloneNode(true);
+  copy.querySelectorAll(exempt).forEach((e) => e.remove());
+  return copy.textContent;
+}
+"""
+
+
+def to_phone(page) -> None:
+    """Narrow the tab to the phone's width, and return once the page has handled the resize event.
+
+    The theme updates the tab stops of scrolling boxes 300 ms after a resize (debounced), hence the wait.
+    """
+    page.evaluate("() => { window.resized = new Promise(r => addEventListener('resize', () => setTimeout(r, 400),"
+                  " {once: true})); }")
+    page.set_viewport_size(PHONE)
+    page.evaluate("() => window.resized.then(() => new Promise(r => requestAnimationFrame(r)))")
+
+
+def figure_sections(page) -> dict:
+    """The innermost section around each figure of FIGURES_TO_SCREENSHOT on this page, by figure name."""
+    return {name: page.locator(f"section:has(#{name})").last
+            for name in FIGURES_TO_SCREENSHOT if page.locator(f"#{name}").count()}
+
+
+def figure_screenshot_path(name: str, screen: str) -> Path:
+    return SCREENSHOTS / "figures" / f"{name}-{screen}.jpg"
+
+
+# While a tall section is captured, the theme's sticky header (and the skip link, if focused) would be
+# painted across its middle: they scroll away for the screenshot.
+UNSTICK = """(on) => {
+  if (document.activeElement) document.activeElement.blur();
+  for (const el of document.querySelectorAll('#pst-skip-link, #pst-header, .bd-header-article')) {
+    el.style.position = on ? 'static' : '';
+    el.style.visibility = on && el.id === 'pst-skip-link' ? 'hidden' : '';
+  }
+}"""
+
+
+def screenshot_sections(sections: dict, screen: str) -> None:
+    if not sections:
+        return
+    page = next(iter(sections.values())).page
+    page.evaluate(UNSTICK, True)
+    for name, section in sections.items():
+        figure_screenshot_path(name, screen).parent.mkdir(parents=True, exist_ok=True)
+        section.screenshot(path=figure_screenshot_path(name, screen), type="jpeg", quality=90)
+    page.evaluate(UNSTICK, False)
+
+
+@dataclass
+class Visit:
+    """What one visit of a page found; each test reads its own part."""
+
+    page_path: str
+    problems: list[str] = field(default_factory=list)   # console errors, failed or outside requests
+    math: dict = field(default_factory=dict)
+    broken_images: list[str] = field(default_factory=list)
+    solution_error: str | None = None
+    images: list[dict] = field(default_factory=list)
+    axe: list[dict] = field(default_factory=list)
+    text: str = ""
+    phone: dict = field(default_factory=dict)
+    redirect: bool = False
+    error: str | None = None                             # the visit itself failed: every test reports it
+
+
+def visit_page(context, server: str, page_path: str) -> Visit:
+    visit = Visit(page_path)
+    tab = PageProblems(context, server)
     page = tab.page
-    response = page.goto(server + page_path, wait_until="load")
-    assert response is not None and response.ok, f"{page_path}: HTTP {response and response.status}"
-    if 'http-equiv="Refresh"' in (SITE / page_path).read_text(encoding="utf-8"):  # index.html -> the root page
-        page.wait_for_url(lambda url: urlsplit(url).path != "/" + page_path)
-        page.wait_for_load_state("load")
-    math = typeset_math(page)
+    try:
+        response = page.goto(server + page_path, wait_until="load")
+        assert response is not None and response.ok, f"{page_path}: HTTP {response and response.status}"
+        if 'http-equiv="Refresh"' in (SITE / page_path).read_text(encoding="utf-8"):  # index.html -> the root page
+            visit.redirect = True
+            page.wait_for_url(lambda url: urlsplit(url).path != "/" + page_path)
+            page.wait_for_load_state("load")
+        visit.math = typeset_math(page)
+        visit.broken_images = [i["src"] for i in images(page) if i["width"] == 0]
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=screenshot_path(page_path), type="jpeg", quality=80)
+        if not visit.redirect:
+            visit.images = page.evaluate(IMAGES_JS, ARTICLE)
+            visit.text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
+            page.add_script_tag(path=str(AXE))
+            visit.axe = page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT])
+            sections = figure_sections(page)
+            screenshot_sections(sections, "desktop")
+            to_phone(page)
+            visit.phone = page.evaluate(OVERFLOW_JS)
+            visit.phone["unreachable"] = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
+            page.screenshot(path=screenshot_path(page_path, "phone"), type="jpeg", quality=80)
+            screenshot_sections(sections, "phone")  # the solution drop-down below is tried on the phone screen
+        if page_path in CHAPTERS:
+            try:
+                assert page.locator(".solution.dropdown").count(), f"{page_path}: exercises should have hidden solutions"
+                check_solution_dropdown(page, page_path)
+            except AssertionError as e:
+                visit.solution_error = str(e)
+    except Exception as e:  # noqa: BLE001 - reported by every test of this page
+        visit.error = f"{page_path}: the visit failed: {type(e).__name__}: {e}"
+    finally:
+        visit.problems = list(tab.problems)
+        tab.close()
+    return visit
+
+
+@pytest.fixture(scope="module")
+def visits(browser, server):
+    """Each page visited once, on first use; the result is shared by the tests of that page."""
+    done: dict[str, Visit] = {}
+
+    def get(page_path: str) -> Visit:
+        if page_path not in done:
+            done[page_path] = visit_page(browser, server, page_path)
+        visit = done[page_path]
+        assert visit.error is None, visit.error
+        return visit
+
+    return get
+
+
+PARAMS = PAGES or ["intro.html"]
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_page_loads_typesets_math_and_shows_images(visits, page_path):
+    """Per page: no error, math typeset, images loaded, a screenshot; on chapters, a solution opens on click."""
+    visit = visits(page_path)
+    math = visit.math
     assert math["typeset"] == math["math"], f"{page_path}: MathJax typeset {math['typeset']} of {math['math']} formulas"
     assert not math["errors"], f"{page_path}: TeX errors {math['errors']}"
-    broken = [i["src"] for i in images(page) if i["width"] == 0]
-    assert not broken, f"{page_path}: images that did not load: {broken}"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=screenshot_path(page_path), full_page=True, type="jpeg", quality=80)
+    assert not visit.broken_images, f"{page_path}: images that did not load: {visit.broken_images}"
     assert screenshot_path(page_path).stat().st_size > 0
-    if page_path in CHAPTERS:
-        assert page.locator(".solution.dropdown").count(), f"{page_path}: exercises should have hidden solutions"
-        check_solution_dropdown(page, page_path)
-    assert not tab.problems, f"{page_path}:\n" + "\n".join(tab.problems)
+    assert visit.redirect or screenshot_path(page_path, "phone").stat().st_size > 0
+    assert visit.solution_error is None, visit.solution_error
+    assert not visit.problems, f"{page_path}:\n" + "\n".join(visit.problems)
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_page_fits_a_phone_screen(visits, page_path):
+    """At 390 px nothing makes the page wider than the screen: long words wrap, wide boxes scroll inside."""
+    phone = visits(page_path).phone
+    if not phone:
+        pytest.skip(f"{page_path} redirects to another page")
+    assert phone["scrollWidth"] <= phone["innerWidth"], (
+        f"{page_path} is {phone['scrollWidth']} px wide on a {phone['innerWidth']} px phone screen; "
+        "sticking out:\n  " + "\n  ".join(phone["culprits"] or ["(no single element found)"]))
+    assert not phone["unreachable"], (f"{page_path}: boxes that scroll sideways on a phone but have no tab stop "
+                                      "(keyboard users cannot scroll them):\n  " + "\n  ".join(phone["unreachable"]))
+
+
+def alt_text_problem(alt: str | None) -> str | None:
+    """Why ``alt`` is not a phrase that says what an image shows, or None when it is one."""
+    if not alt or not alt.strip():
+        return "no alt text"
+    if re.search(r"\.(png|jpe?g|svg|gif|webp)\b", alt, re.IGNORECASE) or "/" in alt.split()[0]:
+        return f"alt text is a file name or path: {alt[:80]!r}"
+    if re.search(r"[0-9a-f]{16,}", alt, re.IGNORECASE):
+        return f"alt text contains a hash: {alt[:80]!r}"
+    if len(alt.split()) < 3:
+        return f"alt text is not a phrase (fewer than 3 words): {alt!r}"
+    return None
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_article_images_have_phrase_alt_text(visits, page_path):
+    """Screen readers read the alt text aloud: it must say what the image shows, not name its file."""
+    found = [f"{i['element']}: {p}" for i in visits(page_path).images if (p := alt_text_problem(i["alt"]))]
+    assert not found, f"{page_path}: images without a phrase for alt text:\n  " + "\n  ".join(found)
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_wide_figures_are_shown_large_enough_and_open_full_size(visits, page_path):
+    """At 1366 px a figure drawn > 1,000 px wide is shown at >= 0.65 of that width; a click opens the image file."""
+    problems = []
+    for image in visits(page_path).images:
+        if image["intended"] > WIDE_FIGURE_PX and image["shown"] < MIN_SCALE * image["intended"]:
+            problems.append(f"{image['element']}: drawn {image['intended']:.0f} px wide, shown at "
+                            f"{image['shown']:.0f} px ({image['shown'] / image['intended']:.2f}x < {MIN_SCALE}): "
+                            "design it for the ~740 px column (stack panels, fewer labels)")
+        if image["inFigure"] and image["href"] != image["file"]:
+            problems.append(f"{image['element']}: a click should open the image file {image['file']}, "
+                            f"not {image['href']}")
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+def allowed_theme_violation(violation: dict) -> bool:
+    """A violation of THEME_VIOLATIONS (its rule, on an element matching its selector), outside the article."""
+    return violation["theme"] is not None and not violation["inArticle"]
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_no_critical_or_serious_accessibility_violation(visits, page_path):
+    """axe-core over the whole page (critical, serious, and ANY_IMPACT rules); only THEME_VIOLATIONS are tolerated."""
+    found = [v for v in visits(page_path).axe if not allowed_theme_violation(v)]
+    report = [f"{v['impact']} {v['rule']} ({v['help']}) {'in the article' if v['inArticle'] else 'outside it'}: "
+              f"{v['element']} [{v['selector']}]" for v in found]
+    assert not report, f"{page_path}: axe-core violations:\n  " + "\n  ".join(report)
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_no_leaked_markup_or_plumbing(visits, page_path):
+    """No unrendered role, label, NBVAL marker or doubled "Exercise" in what a reader sees."""
+    text = visits(page_path).text
+    found = []
+    for leak in LEAKS:
+        for m in re.finditer(re.escape(leak), text):
+            context = " ".join(text[max(m.start() - 50, 0):m.end() + 50].split())
+            found.append(f"{leak!r} in: ...{context}...")
+    assert not found, f"{page_path} shows markup or plumbing a reader should not see:\n  " + "\n  ".join(found)
+
+
+def test_the_accessibility_and_leak_checks_can_fail(tab, server):
+    """Guard against a vacuous pass: on a page made to break each rule, every check reports it."""
+    page = tab.page
+    page.goto(server + CHAPTERS[0], wait_until="load")
+    page.evaluate("""() => {
+        const a = document.querySelector('#main-content article');
+        a.insertAdjacentHTML('afterbegin',
+          '<p>Exercise Exercise 1.1 {glue:text}`x` <code>a_very_long_identifier_that_never_ends_and_' +
+          'keeps_going_on_and_on_and_on_and_on_and_on_and_on_and_on</code></p>' +
+          '<div role="list"><div role="doc-biblioentry">x</div></div>' +
+          '<table><thead><tr><th></th><th>a</th></tr></thead><tbody><tr><th>x</th><td>1</td></tr></tbody></table>' +
+          '<img src="../_images/x.png" alt="../_images/0bda12940178501661d140ea63ef1982.png">');
+        a.querySelector('code').style.whiteSpace = 'pre';
+        a.querySelector('code').style.overflowWrap = 'normal';
+    }""")
+    text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
+    assert "Exercise Exercise" in text and "{glue" in text
+    page.add_script_tag(path=str(AXE))
+    rules = {v["rule"] for v in page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT]) if v["inArticle"]}
+    assert {"aria-required-children", "empty-table-header"} <= rules, rules
+    alts = [alt_text_problem(i["alt"]) for i in page.evaluate(IMAGES_JS, ARTICLE)]
+    assert any(a and "file name" in a for a in alts)
+    to_phone(page)
+    phone = page.evaluate(OVERFLOW_JS)
+    page.set_viewport_size(DESKTOP)
+    assert phone["scrollWidth"] > phone["innerWidth"] and any("code" in c for c in phone["culprits"]), phone
+
+
+def test_search_snippets_show_formulas_as_text(tab, server):
+    """Search results: the snippet under each hit has no TeX source such as \\(d^{1/4}\\) or \\sqrt."""
+    page = tab.page
+    page.goto(server + "search.html?q=scores", wait_until="load")
+    page.wait_for_selector("#search-results ul.search li p.context", timeout=MATH_TIMEOUT_MS)
+    page.wait_for_function("() => !document.querySelector('#search-progress')?.textContent.trim()"
+                           " || document.querySelectorAll('#search-results p.context').length > 3",
+                           timeout=MATH_TIMEOUT_MS)
+    snippets = page.locator("#search-results p.context").all_inner_texts()
+    assert snippets, "the search for 'scores' found nothing"
+    tex = [s for s in snippets if re.search(r"\\[()\[\]]|\\[A-Za-z]+|\$\$", s)]
+    assert not tex, "search snippets with TeX source:\n" + "\n".join(tex)
+    # not vacuous: on a chapter's HTML, Sphinx's own function returns TeX, and the book's does not
+    raw, clean = page.evaluate("""async (url) => {
+        const html = await (await fetch(url)).text();
+        return [Search.htmlToTextWithTeX(html, ''), Search.htmlToText(html, '')];
+    }""", server + CHAPTERS[1])
+    assert "\\(" in raw and "\\(" not in clean and "\\sqrt" not in clean
+    assert not tab.problems, "\n".join(tab.problems)
+
+
+def test_sections_of_the_widest_figures_screenshots(visits):
+    """Desktop and phone screenshots of the sections holding the widest figures, to look at (taken by the visits)."""
+    for name in FIGURES_TO_SCREENSHOT:
+        chapter = next((c for c in CHAPTERS if f'id="{name}"' in (SITE / c).read_text(encoding="utf-8")), None)
+        assert chapter, f"no chapter page has the figure {name}: update FIGURES_TO_SCREENSHOT in {Path(__file__).name}"
+        visits(chapter)
+        for screen in ("desktop", "phone"):
+            path = figure_screenshot_path(name, screen)
+            assert path.is_file() and path.stat().st_size > 0, f"no screenshot {path}"
 
 
 def test_chapter_pages_contain_typeset_math_and_figures(tab, server):

@@ -1,8 +1,12 @@
 """Internal link check of the built website: every internal href and src resolves to a file, and every
-#fragment to an element with that id on the target page. External links are not followed (offline)."""
+#fragment to an element with that id on the target page. External links are not followed (offline).
+Also from the built pages: launch buttons lead to real services only, and citations agree with the
+bibliography's labels."""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from functools import cache
 from html.parser import HTMLParser
@@ -120,3 +124,78 @@ def test_link_checker_catches_a_missing_file_and_a_missing_anchor(tmp_path: Path
         assert broken_links(PurePosixPath("sub/b.html")) == []
     finally:
         parse.cache_clear()
+
+
+# --- Launch buttons and citations: static checks of the built pages -------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
+from launch_buttons import configure, placeholder_problem  # noqa: E402
+
+CHAPTER_PAGES = [p for p in PAGES if p.parts[0] == "chapters"]
+HREF = re.compile(r'href="(https?://[^"]+)"')
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES or [PurePosixPath("chapters/none.html")], ids=str)
+def test_launch_buttons_lead_to_real_services(page: PurePosixPath):
+    """Binder and Colab buttons, and no JupyterHub one unless a hub is configured ($BOOK_JUPYTERHUB_URL)."""
+    require_site()
+    html = (SITE / page).read_text(encoding="utf-8")
+    launch = [u for u in HREF.findall(html) if "mybinder.org" in u or "colab.research" in u or "git-pull?" in u]
+    assert any("mybinder.org" in u for u in launch) and any("colab.research" in u for u in launch), launch
+    hub = os.environ.get("BOOK_JUPYTERHUB_URL")
+    hub_links = [u for u in launch if "git-pull?" in u]
+    assert bool(hub_links) == bool(hub), f"{page}: JupyterHub launch links {hub_links}, configured hub {hub!r}"
+    placeholders = [u for u in HREF.findall(html) if placeholder_problem("url", u)]
+    assert not placeholders, f"{page} links to placeholder addresses: {placeholders}"
+
+
+def test_placeholder_launch_addresses_are_refused():
+    assert placeholder_problem("jupyterhub_url", "https://jupyterhub.example.org")
+    assert placeholder_problem("jupyterhub_url", "http://hub.university.edu")  # not https
+    assert placeholder_problem("binderhub_url", "https://hub.test")
+    assert placeholder_problem("jupyterhub_url", "https://hub.university.edu") is None
+    assert placeholder_problem("jupyterlite_url", "lite/lab/index.html") is None
+
+
+def test_a_jupyterhub_button_only_when_configured(monkeypatch):
+    """_ext/launch_buttons.py: $BOOK_JUPYTERHUB_URL adds the hub; empty addresses and placeholders give no button."""
+    from types import SimpleNamespace
+
+    from sphinx.errors import ConfigError
+
+    config = SimpleNamespace(html_theme_options={"launch_buttons": {"binderhub_url": "https://mybinder.org",
+                                                                    "jupyterhub_url": ""}})
+    monkeypatch.delenv("BOOK_JUPYTERHUB_URL", raising=False)
+    configure(None, config)
+    assert config.html_theme_options["launch_buttons"] == {"binderhub_url": "https://mybinder.org"}
+    monkeypatch.setenv("BOOK_JUPYTERHUB_URL", "https://hub.university.edu")
+    configure(None, config)
+    assert config.html_theme_options["launch_buttons"]["jupyterhub_url"] == "https://hub.university.edu"
+    monkeypatch.setenv("BOOK_JUPYTERHUB_URL", "https://jupyterhub.example.org")
+    with pytest.raises(ConfigError, match="placeholder"):
+        configure(None, config)
+
+
+CITATION = re.compile(r'<span class="bibtex-citation"[^>]*>(.*?)</span>', re.DOTALL)
+CITED = re.compile(r'href="[^"]*bibliography\.html#([\w-]+)"')
+ENTRY = re.compile(r'<div class="citation" id="([\w-]+)" role="listitem">\s*<span class="label">'
+                   r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]</span>', re.DOTALL)
+TAG = re.compile(r"<[^>]+>")
+
+
+def test_citations_and_bibliography_agree():
+    """The bibliography labels each entry "Vaswani et al., 2017", and every citation of it names that author and year."""
+    require_site()
+    entries = {i: TAG.sub("", label) for i, label in ENTRY.findall((SITE / "bibliography.html").read_text(encoding="utf-8"))}
+    assert len(entries) >= 5, "the bibliography's entries (role=listitem, labelled) were not found"
+    assert all(re.fullmatch(r"[^\d\[\]]+, \d{4}[a-z]?", label) for label in entries.values()), entries
+    checked, problems = 0, []
+    for page in [PurePosixPath("intro.html"), *CHAPTER_PAGES]:
+        for span in CITATION.findall((SITE / page).read_text(encoding="utf-8")):
+            text = " ".join(TAG.sub("", span).split())
+            for target in CITED.findall(span):
+                author, _, year = entries.get(target, "?, ?").rpartition(", ")
+                checked += 1
+                if author.replace(" et al.", "") not in text or year not in text:
+                    problems.append(f"{page}: the citation {text!r} leads to the entry [{entries.get(target)}]")
+    assert checked >= 5 and not problems, "\n".join(problems) or "too few citations found"
