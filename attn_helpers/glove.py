@@ -180,7 +180,7 @@ def _find_source(location: Path, name: str, dim: int) -> tuple[Path, str | None]
         for candidate in (text, SOURCES[name][1], f"glove.{name}.{dim}d.zip"):
             if (location / candidate).is_file():
                 return _find_source(location / candidate, name, dim)
-        held = sorted(p.name for p in location.iterdir() if p.name.startswith("glove.") and p.suffix in (".txt", ".zip"))
+        held = sorted(p.name for p in location.iterdir() if re.fullmatch(r"glove\.[\w.]+\.(\d+d\.txt|zip)", p.name))
         raise FileNotFoundError(
             f"No {text} (nor {SOURCES[name][1]}) in the folder {location}; it holds "
             f"{', '.join(held) if held else 'no glove.*.txt or .zip file'}. Pass the name and dim of a file "
