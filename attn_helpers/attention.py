@@ -86,7 +86,8 @@ def attention(
     all-zero output, never NaN.
     """
     scale = validate.attention_args(q, k, v, mask, scale)  # a clear error for any bad input
-    scores = (q * scale) @ k.transpose(-2, -1)  # (..., t_q, t_k); scaling q costs t·d, not t²
+    scores = q @ k.transpose(-2, -1)  # (..., t_q, t_k)
+    scores = scores * scale if scores.requires_grad else scores.mul_(scale)  # in place unless autograd records
     if mask is not None:
         scores = _masked(scores, mask)
     weights = _stable_softmax(scores, -1, overwrite=True)  # (..., t_q, t_k), rows sum to 1 (or 0)
