@@ -76,14 +76,14 @@ def attention(
     Shapes: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``; leading
     dimensions broadcast as in ``torch.matmul``, so a single sequence (2-D), a batch (3-D)
     and heads (4-D) all work. Returns ``(output, weights)`` with shapes
-    ``(..., t_q, d_v)`` and ``(..., t_q, t_k)``.
+    ``(..., t_q, d_v)`` and ``(..., t_q, t_k)``. ``scale`` is a positive number or a 0-d tensor
+    (taken as its value), never a bool.
 
-    ``scale`` defaults to ``1/sqrt(d_k)``; pass ``scale=1.0`` for the raw dot products (a 0-d
-    tensor is taken as its value). ``mask`` broadcasts to ``(..., t_q, t_k)`` and is either
-    boolean with **True = may attend** (the convention of
-    ``torch.nn.functional.scaled_dot_product_attention``) or an additive float mask (0 to keep,
-    ``-inf`` to block). A query whose keys are all blocked gets all-zero weights and an
-    all-zero output, never NaN.
+    ``scale`` defaults to ``1/sqrt(d_k)``; pass ``scale=1.0`` for the raw dot products.
+    ``mask`` broadcasts to ``(..., t_q, t_k)`` and is either boolean with **True = may attend**
+    (the convention of ``torch.nn.functional.scaled_dot_product_attention``) or an additive
+    float mask (0 to keep, ``-inf`` to block). A query whose keys are all blocked gets
+    all-zero weights and an all-zero output, never NaN.
     """
     scale = validate.attention_args(q, k, v, mask, scale)  # a clear error for any bad input
     scores = q @ k.transpose(-2, -1)  # (..., t_q, t_k)
