@@ -29,13 +29,13 @@ def _stable_softmax(x: torch.Tensor, dim: int, overwrite: bool = False) -> torch
     Where autograd does not record (no ``requires_grad``, or inside ``torch.no_grad()``), the steps
     run in place on one new tensor: the same math, a third of the memory traffic.
     """
-    row_max = x.detach().amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
+    row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
     if not bool((row_max < math.inf).all()):  # False for NaN as well as for +inf
         raise ValueError(
             "softmax input contains NaN or +inf; only -inf (a masked position) is allowed. "
             "Check the scores for an overflow before calling softmax."
         )
-    row_max.masked_fill_(row_max == -math.inf, 0.0)  # a fully masked slice: exp(-inf - 0) = 0
+    row_max = row_max.nan_to_num(neginf=0.0)  # a fully masked slice: exp(-inf - 0) = 0
     # Each sum is at least 1 (the maximum contributes exp(0)), except for a fully masked slice, whose
     # sum is 0: dividing that one by 1 instead keeps its weights all zero rather than 0/0 = NaN.
     if torch.is_grad_enabled() and x.requires_grad:  # autograd records every step: no in-place ops
