@@ -27,7 +27,7 @@ def _stable_softmax(x: torch.Tensor, dim: int, overwrite: bool = False) -> torch
     """``exp(x - max) / sum(exp(x - max))`` along ``dim``. With ``overwrite``, ``x`` may be reused for the result.
 
     Where autograd does not record (no ``requires_grad``, or inside ``torch.no_grad()``), the steps
-    run in place on one new tensor: the same math, a third of the memory traffic.
+    run in place on one new tensor: the same numbers, without a new t × t tensor for each step.
     """
     row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
     if not bool((row_max < math.inf).all()):  # False for NaN as well as for +inf
