@@ -69,7 +69,7 @@ build-strict: $(STAMP)  ## build the website from the committed outputs, failing
 browser: $(STAMP) $(NODE_STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
-bench: $(STAMP)  ## time make test, a clean website build, a rebuild with nothing changed, and GloVe loading
+bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment (MyST rendered by jupyterlab-myst)

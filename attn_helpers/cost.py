@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.ticker import ScalarFormatter
 
+from . import validate
 from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention
 from .validate import as_float_tensor
@@ -68,8 +69,7 @@ def time_call(
     With ``warmup`` one untimed call comes first. Stops repeating once ``budget`` seconds have
     been spent, so a slow call runs only once or twice.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}.")
+    validate.positive_int(repeats, "repeats")
     start = time.perf_counter()
     if warmup:
         fn(*args)  # first calls pay for allocation and dispatch caches
@@ -153,8 +153,7 @@ def measure_time(
     single-threaded loop, and less disturbed by other programs); ``None`` keeps the current setting.
     """
     sizes = _check_sizes(sizes)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads must be a positive int or None, got {threads!r}.")
+    validate.positive_int(threads, "threads", none_ok=True)
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
     try:

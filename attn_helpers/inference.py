@@ -21,13 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from .attention import attention
 from .cost import _check_sizes, time_call
 from .masks import causal_mask
-from .validate import as_float_tensor
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return value
+from .validate import as_float_tensor, positive_int
 
 
 @dataclass(frozen=True)
@@ -117,9 +111,9 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None):
         super().__init__()
-        self.d_model = _positive_int(d_model, "d_model")
-        self.num_heads = _positive_int(num_heads, "num_heads")
-        self.num_kv_heads = num_heads if num_kv_heads is None else _positive_int(num_kv_heads, "num_kv_heads")
+        self.d_model = positive_int(d_model, "d_model")
+        self.num_heads = positive_int(num_heads, "num_heads")
+        self.num_kv_heads = num_heads if num_kv_heads is None else positive_int(num_kv_heads, "num_kv_heads")
         if d_model % num_heads or num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_heads={num_heads} must divide d_model={d_model}, and num_kv_heads={self.num_kv_heads} "
@@ -160,10 +154,10 @@ class TinyDecoder(nn.Module):
     def __init__(self, vocab: int, d_model: int, num_heads: int, num_kv_heads: int | None = None,
                  n_layers: int = 2):
         super().__init__()
-        self.vocab = _positive_int(vocab, "vocab")
+        self.vocab = positive_int(vocab, "vocab")
         self.embed = nn.Embedding(vocab, d_model)
         self.layers = nn.ModuleList(
-            GroupedQueryAttention(d_model, num_heads, num_kv_heads) for _ in range(_positive_int(n_layers, "n_layers"))
+            GroupedQueryAttention(d_model, num_heads, num_kv_heads) for _ in range(positive_int(n_layers, "n_layers"))
         )
         self.out = nn.Linear(d_model, vocab, bias=False)  # one score per token of the vocabulary
 
@@ -190,7 +184,7 @@ class TinyDecoder(nn.Module):
         Returns ``(tokens (b, t + n_new), logits (b, n_new, vocab))``, the logits from which each new
         token was chosen. With ``use_cache=False`` every step recomputes the whole sequence.
         """
-        _positive_int(n_new, "n_new")
+        positive_int(n_new, "n_new")
         tokens, steps = prompt, []
         logits, caches = self(prompt)
         for _ in range(n_new):
@@ -253,7 +247,7 @@ def decode_times(model: TinyDecoder, sizes: Sequence[int], threads: int = 1, see
 
     Best of a few runs on ``threads`` threads, for each t in ``sizes``; the numbers vary from run to run.
     """
-    _positive_int(threads, "threads")
+    positive_int(threads, "threads")
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     rows = []

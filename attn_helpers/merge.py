@@ -10,13 +10,12 @@ the shards from device to device.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
 
-from .attention import _check_shapes, _mask_to_additive
-from .validate import as_float_tensor
+from . import validate
+from .attention import _masked
 
 
 def partial_attention(
@@ -29,13 +28,10 @@ def partial_attention(
     ``(..., t_q, 1)`` and ``o`` ``(..., t_q, d_v)``. A query whose keys in this shard are all blocked
     gets ``m = -inf``, ``l = 0`` and ``o = 0``: it contributes nothing when merged.
     """
-    for name, x in (("queries", q), ("keys", k), ("values", v)):
-        as_float_tensor(x, name, min_dim=2)
-    _check_shapes(q, k, v)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = validate.attention_args(q, k, v, mask, scale)  # the checks of ah.attention
     s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_s)
     if mask is not None:
-        s = s + _mask_to_additive(mask, s.shape).to(s.dtype)
+        s = _masked(s, mask)
     m = s.amax(dim=-1, keepdim=True)  # (..., t_q, 1), -inf where every key is blocked
     p = torch.exp(s - _finite(m))  # (..., t_q, t_s), exp(-inf) = 0 for blocked keys
     return m, p.sum(dim=-1, keepdim=True), p @ v

@@ -19,6 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from . import validate
+
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
@@ -47,9 +49,8 @@ def one_thread() -> Iterator[None]:
 
 
 def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
-    for name, value in (("seq_len", seq_len), ("vocab_size", vocab_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            raise ValueError(f"{name} must be an integer of at least 2, got {value!r}.")
+    validate.positive_int(seq_len, "seq_len", 2)
+    validate.positive_int(vocab_size, "vocab_size", 2)
     if vocab_size > len(LETTERS):
         raise ValueError(f"vocab_size={vocab_size} is larger than the {len(LETTERS)} letters used as token names.")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset == 0 or abs(offset) >= seq_len:
@@ -70,8 +71,7 @@ def copy_task_batch(
     or ``IGNORE`` where ``i + offset`` falls outside the sequence.
     """
     _check_task(seq_len, vocab_size, offset)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    validate.positive_int(batch_size, "batch_size")
     tokens = torch.randint(0, vocab_size, (batch_size, seq_len), generator=generator)
     positions = torch.eye(seq_len).expand(batch_size, seq_len, seq_len)
     x = torch.cat([F.one_hot(tokens, vocab_size).float(), positions], dim=-1)  # (b, t, V + t)
@@ -136,8 +136,7 @@ def train_copy_task(
     """
     _check_model(model, seq_len, vocab_size)
     _check_task(seq_len, vocab_size, offset)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}.")
+    validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()

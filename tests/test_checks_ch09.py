@@ -33,7 +33,7 @@ def test_cache_bytes_accepts_the_measured_cache(capsys):
     (2 * 4 * 2 * 16 * 2, "per token"),
     (2 * 2 * 16 * 2 * 100, "n_layers"),
     ("51200", "should be a number"),
-    (12345, "wrong values"),
+    (12345, "is not right"),
 ])
 def test_cache_bytes_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

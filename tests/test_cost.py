@@ -112,7 +112,7 @@ def test_peak_tensor_memory_sees_the_t_by_t_matrix_only_without_fusion():
     book_peak = peak_tensor_memory(ah.attention, q, k, v)
     tt = 4 * t * t
     assert 2 * tt <= math_peak < 3 * tt
-    assert 3 * tt <= book_peak < 4 * tt
+    assert tt <= book_peak < 2 * tt  # the weights it returns, computed in place
     assert flash_peak == 4 * t * 32 + 4 * t  # the output and one logsumexp per query
 
 
@@ -189,7 +189,7 @@ def test_measure_rejects_bad_sizes(sizes, message):
 
 
 def test_measure_time_rejects_bad_threads():
-    with pytest.raises(ValueError, match="threads must be a positive int or None"):
+    with pytest.raises(ValueError, match="threads must be a positive integer or None"):
         measure_time([4], threads=0)
 
 

@@ -85,7 +85,9 @@ def test_nearest_and_cosine(glove):
 
 
 def test_bad_constructor_arguments():
-    with pytest.raises(ValueError, match="Only GloVe '6B'"):
+    with pytest.raises(ValueError, match="Only GloVe '6B', '42B', '840B', 'twitter.27B' exist"):
+        ah.GloVe(name="1B")
+    with pytest.raises(ValueError, match=r"Only GloVe 6B .* ships.*glove\.840B\.300d\.zip \(about 2\.03 GB\)"):
         ah.GloVe(name="840B")
     with pytest.raises(ValueError, match="dimensions \\(50, 100, 200, 300\\)"):
         ah.GloVe(dim=64)

@@ -37,11 +37,11 @@ def test_padding_mask_accepts_tensor_and_max_len():
 @pytest.mark.parametrize("lengths, max_len, message", [
     ([], None, "non-empty list"),
     ("abc", None, "non-empty list"),
-    ([2, -1], None, "every length must be an integer >= 0"),
-    ([2, 1.5], None, "every length must be an integer"),
-    ([2, True], None, "every length must be an integer"),
+    ([2, -1], None, "every length must be a non-negative integer, got -1"),
+    ([2, 1.5], None, "every length must be a non-negative integer"),
+    ([2, True], None, "every length must be a non-negative integer, got True \\(a bool"),
     ([3, 5], 4, "max_len=4"),
-    ([3], 0, "max_len must be an integer >= 1"),
+    ([3], 0, "max_len must be a positive integer"),
     (torch.tensor([[1, 2]]), None, "1-D integer tensor"),
     (torch.tensor([1.0, 2.0]), None, "1-D integer tensor"),
 ])
@@ -82,10 +82,10 @@ def test_causal_mask_matches_sdpa_is_causal_when_square():
 
 
 @pytest.mark.parametrize("args, message", [
-    ((0,), "t_q must be an integer >= 1"),
-    ((2.0,), "t_q must be an integer"),
+    ((0,), "t_q must be a positive integer"),
+    ((2.0,), r"t_q must be a positive integer, got 2.0 \(a float\); pass t_q=2"),
     ((3, 2), "Use t_k >= t_q"),
-    ((2, 0), "t_k must be an integer >= 1"),
+    ((2, 0), "t_k must be a positive integer"),
 ])
 def test_causal_mask_rejects_bad_sizes(args, message):
     with pytest.raises(ValueError, match=message):

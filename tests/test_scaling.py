@@ -54,7 +54,7 @@ def test_variance_rejects_bad_dims(dims, match):
 
 
 def test_variance_rejects_too_few_samples():
-    with pytest.raises(ValueError, match="n_samples must be an int of at least 2"):
+    with pytest.raises(ValueError, match="n_samples must be an integer of at least 2"):
         ah.dot_product_variance([4], n_samples=1)
 
 
@@ -123,7 +123,7 @@ def test_saturation_curves_show_vanishing_gradients_without_scaling():
 
 
 def test_saturation_curves_reject_bad_sizes():
-    with pytest.raises(ValueError, match="t must be an int of at least 2"):
+    with pytest.raises(ValueError, match="t must be an integer of at least 2"):
         ah.saturation_curves([4], t=1)
     with pytest.raises(ValueError, match="n_trials"):
         ah.saturation_curves([4], n_trials=0)

@@ -129,3 +129,13 @@ def test_wrong_types_raise_clear_errors():
         from_torch_mha(nn.Linear(8, 8))
     with pytest.raises(TypeError, match="expected a torch.nn.MultiheadAttention"):
         copy_to_torch_mha(ah.MultiHeadAttention(8, 2), ah.MultiHeadAttention(8, 2))
+
+
+def test_reads_only_public_attributes_of_torch_modules():
+    import inspect
+    import re
+
+    from attn_helpers import torch_compat
+
+    private = re.findall(r"\bmha\._\w+", inspect.getsource(torch_compat))
+    assert private == [], f"torch_compat reads private attributes of nn.MultiheadAttention: {private}"

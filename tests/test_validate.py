@@ -1,0 +1,114 @@
+"""attn_helpers.validate and the bad input that used to reach torch or pass silently (issue 14)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers import validate
+
+
+@pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), torch.tensor(3)])
+def test_positive_int_takes_python_numpy_and_0d_tensor_integers(value):
+    assert validate.positive_int(value, "n") == 3 and type(validate.positive_int(value, "n")) is int
+
+
+@pytest.mark.parametrize("value, message", [
+    (0, r"n must be a positive integer, got 0\."),
+    (True, r"got True \(a bool, not a number\)"),
+    (np.bool_(True), r"a bool"),
+    (2.0, r"got 2\.0 \(a float\); pass n=2"),
+    (2.5, r"got 2\.5\."),
+    ("50", r"got n='50' \(a string\); pass n=50"),
+    (torch.tensor(2.0), "positive integer"),
+    (None, "positive integer, got None"),
+])
+def test_positive_int_rejects_with_what_was_passed(value, message):
+    with pytest.raises(ValueError, match=message):
+        validate.positive_int(value, "n")
+
+
+def test_positive_int_minimum_and_none():
+    assert validate.positive_int(None, "threads", none_ok=True) is None
+    assert validate.positive_int(0, "length", 0) == 0
+    with pytest.raises(ValueError, match="length must be an integer of at least 2, got 1"):
+        validate.positive_int(1, "length", 2)
+
+
+def test_masks_take_numpy_integers():
+    assert torch.equal(ah.padding_mask([np.int64(1), np.int64(2)]), ah.padding_mask([1, 2]))
+    assert torch.equal(ah.padding_mask(np.array([1, 2]), max_len=np.int64(3)), ah.padding_mask([1, 2], 3))
+    assert torch.equal(ah.causal_mask(np.int64(3), np.int32(4)), ah.causal_mask(3, 4))
+    with pytest.raises(ValueError, match="1-D integer tensor"):
+        ah.padding_mask(np.array([1.0, 2.0]))
+
+
+def test_attention_rejects_mixed_dtypes_naming_them_and_the_fix():
+    q = torch.randn(3, 4)
+    with pytest.raises(TypeError, match=r"queries torch.float32, keys torch.float64.*keys.to\(queries.dtype\)"):
+        ah.attention(q, q.double(), q)
+    with pytest.raises(TypeError, match=r"values torch.float16.*values.to\(queries.dtype\)"):
+        ah.attention(q, q, q.half())
+
+
+def test_modules_reject_input_of_another_dtype_than_their_weights():
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(TypeError, match=r"query has dtype torch.float32 but the module's weights are torch.float64.*query.double\(\)"):
+        ah.MultiHeadAttention(8, 2).double()(x)
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's weights are torch.float32.*x.float\(\)"):
+        ah.SelfAttentionHead(8, 4)(x.double())
+    out, _ = ah.MultiHeadAttention(8, 2).double()(x.double())  # matching dtypes work
+    assert out.dtype == torch.float64
+
+
+def test_scale_rejects_bools_and_takes_0d_tensors():
+    q, k, v = torch.randn(3, 50), torch.randn(4, 50), torch.randn(4, 2)
+    with pytest.raises(TypeError, match=r"scale must be a positive finite number, got True \(a bool\)"):
+        ah.attention(q, k, v, scale=True)
+    with pytest.raises(TypeError, match="scale must be a positive finite number"):
+        ah.attention(q, k, v, scale="0.1")
+    dk = torch.tensor(50)
+    out, w = ah.attention(q, k, v, scale=dk ** -0.5)  # as seed 004 writes it
+    ref_out, ref_w = ah.attention(q, k, v)
+    assert torch.allclose(w, ref_w) and torch.allclose(out, ref_out)
+    assert torch.allclose(ah.attention(q, k, v, scale=np.float32(0.5))[1], ah.attention(q, k, v, scale=0.5)[1])
+    with pytest.raises(ValueError, match="scale must be a positive finite number, got -1"):
+        ah.attention(q, k, v, scale=-1)
+    with pytest.raises(TypeError, match="scale must be a positive finite number"):
+        ah.attention(q, k, v, scale=torch.ones(2))
+
+
+def test_attention_autograd_and_no_grad_agree():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 4, generator=gen) for _ in range(3))
+    keep = torch.rand(5, 5, generator=gen) > 0.3
+    keep[1] = False  # a fully masked query
+    with torch.no_grad():
+        out0, w0 = ah.attention(q, k, v, mask=keep)  # the in-place path
+    qg = q.clone().requires_grad_()
+    out1, w1 = ah.attention(qg, k, v, mask=keep)  # the path autograd records
+    assert torch.equal(out0, out1.detach()) and torch.equal(w0, w1.detach())
+    out1.sum().backward()
+    assert torch.isfinite(qg.grad).all() and torch.equal(w0[:, 1], torch.zeros(2, 5))
+    assert torch.autograd.gradcheck(lambda x: ah.attention(x, k.double(), v.double())[0], q.double().requires_grad_())
+
+
+def test_softmax_does_not_modify_its_input():
+    x = torch.randn(3, 4)
+    before = x.clone()
+    ah.softmax(x)
+    with torch.no_grad():
+        ah.softmax(x)
+    assert torch.equal(x, before)
+
+
+def test_masks_that_enlarge_the_batch_and_float64_masks():
+    q = torch.randn(4, 3)
+    keep = torch.rand(2, 4, 4) > 0.2
+    keep[..., 0] = True
+    out, w = ah.attention(q, q, q, mask=keep)  # the mask adds a batch dimension: not in place
+    assert w.shape == (2, 4, 4) and torch.allclose(w, torch.softmax((q @ q.T / math.sqrt(3)).masked_fill(~keep, -math.inf), -1))
+    additive = torch.zeros(4, 4, dtype=torch.float64)
+    assert torch.allclose(ah.attention(q, q, q, mask=additive)[1], ah.attention(q, q, q)[1])
