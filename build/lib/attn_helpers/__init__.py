@@ -27,5 +27,13 @@ from .cost import (
     TensorMemoryTracker, loglog_slope, loop_attention, measure_memory, measure_time, peak_tensor_memory, plot_loglog,
     time_call,
 )
+from .cost import count_flops, measure_flops, plot_flops  # chapter 7: counted FLOPs
 from .masks import MASK_CONVENTIONS, causal_mask, convert_mask, padding_mask
 from .torch_compat import copy_from_torch_mha, copy_to_torch_mha, from_torch_mha, to_torch_mha
+
+# chapter 8 exports (also: attn_helpers.blocks, attn_helpers.circuits, attn_helpers.depth)
+from .position import is_permutation_equivariant, rope, sinusoidal_encoding
+# chapter 9 exports
+from .inference import GroupedQueryAttention, KVCache, TinyDecoder, decode_flops, decode_times, grouped_query_attention
+from .merge import finish_partial, merge_partials, partial_attention
+from .null_attention import RetrievalAttention, plot_null_weights, retrieval_errors, retrieval_task, softmax_plus_one, train_retrieval
