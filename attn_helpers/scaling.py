@@ -179,5 +179,5 @@ def plot_temperature(
     ax.set_xlabel("key")
     ax.set_ylabel("attention weight")
     ax.set_title(title)
-    ax.legend(ncols=min(len(temps), 5), fontsize=8)
+    ax.legend(fontsize=9, loc="upper right")  # over the small weights of the last keys
     return ax

@@ -99,23 +99,67 @@ def test_combined_mask_rejects_mistakes():
             check.combined_mask(wrong)
 
 
-# ex-ch07-decode: bottom-right causal mask
+# ex-ch07-decode: a function for the bottom-right causal mask
+
+
+def reference_decoding_mask(t_q, t_k):
+    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)
 
 
 def test_decoding_mask_accepts_reference(capsys):
-    check.decoding_mask(ah.causal_mask(check.T_Q, check.T_K))
-    check.decoding_mask(torch.ones(check.T_Q, check.T_K, dtype=torch.bool).tril(diagonal=check.T_K - check.T_Q))
-    assert capsys.readouterr().out.count("✓ decode_mask: correct") == 2
+    check.decoding_mask_function(reference_decoding_mask)
+    assert capsys.readouterr().out == "✓ decoding_mask: correct\n"
+
+
+def test_decoding_mask_reference_is_the_books_and_pytorchs_bottom_right_mask():
+    from torch.nn.attention.bias import causal_lower_right
+
+    for t_q, t_k in check.DECODE_SIZES:
+        assert torch.equal(reference_decoding_mask(t_q, t_k), ah.causal_mask(t_q, t_k))
+        assert torch.equal(reference_decoding_mask(t_q, t_k), causal_lower_right(t_q, t_k)._materialize())
+
+
+def test_decoding_mask_sizes_tell_the_mistakes_apart():
+    assert check.DECODE_SIZES[0] == (check.T_Q, check.T_K)
+    assert any(t_q < t_k for t_q, t_k in check.DECODE_SIZES[1:])  # a fixed shift of 4 fails somewhere
+    assert any(t_k - t_q != check.T_K - check.T_Q for t_q, t_k in check.DECODE_SIZES)
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (torch.ones(3, 7, dtype=torch.bool).tril(), "is_causal=True"),
-    (~ah.causal_mask(3, 7), "inverted"),
-    (torch.ones(3, 7, dtype=torch.bool).triu(diagonal=4), "tril, not triu"),
-    (torch.ones(3, 7, dtype=torch.bool), "every key is allowed"),
-    (ah.causal_mask(7), "has shape"),
-    (ah.causal_mask(3, 7).int(), "dtype torch.int32"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(), "is_causal=True"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_q - t_k), "wrong sign"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=4), "shift is fixed at 4"),
+    (lambda t_q, t_k: ~reference_decoding_mask(t_q, t_k), "inverted"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).triu(diagonal=t_k - t_q), "tril, not triu"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool), "every key is allowed"),
+    (lambda t_q, t_k: reference_decoding_mask(t_k, t_q), "has shape"),
+    (lambda t_q, t_k: reference_decoding_mask(t_q, t_k).int(), "dtype torch.int32"),
+    (lambda t_q, t_k: None, "should be a torch.Tensor"),
 ])
 def test_decoding_mask_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.decoding_mask(wrong)
+        check.decoding_mask_function(wrong)
+
+
+def test_decoding_mask_rejects_a_tensor_instead_of_a_function():
+    with pytest.raises(CheckFailed, match="pass the function itself"):
+        check.decoding_mask_function(reference_decoding_mask(3, 7))
+
+
+@pytest.mark.parametrize("shortcut", [
+    lambda t_q, t_k: ah.causal_mask(t_q, t_k),
+    lambda t_q, t_k: ah.masks.causal_mask(t_q, t_k),
+    lambda t_q, t_k: torch.nn.attention.bias.causal_lower_right(t_q, t_k)._materialize(),
+    lambda t_q, t_k: torch.nn.attention.bias.CausalBias(
+        torch.nn.attention.bias.CausalVariant.LOWER_RIGHT, t_q, t_k)._materialize(),
+])
+def test_decoding_mask_rejects_the_ready_made_masks(shortcut):
+    with pytest.raises(CheckFailed, match="asks you not to use"):
+        check.decoding_mask_function(shortcut)
+
+
+def test_decoding_mask_shortcut_hint_names_what_was_called():
+    with pytest.raises(CheckFailed, match="causal_mask"):
+        check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))
+    with pytest.raises(CheckFailed, match="causal_lower_right"):
+        check.decoding_mask_function(lambda t_q, t_k: torch.nn.attention.bias.causal_lower_right(t_q, t_k)._materialize())

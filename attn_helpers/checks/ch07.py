@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+from collections.abc import Callable
+
 import torch
 
-from . import CheckFailed, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value
 
 # Exercise ex-ch07-predict: one query's scores, every key blocked with -1e9.
 PREDICT_SCORES = torch.tensor([2.0, 1.0, 0.5, -1.0])
@@ -61,23 +65,60 @@ def combined_mask(answer: object) -> None:
     })
 
 
-T_Q, T_K = 3, 7  # exercise ex-ch07-decode
+T_Q, T_K = 3, 7  # exercise ex-ch07-decode: the sizes the chapter compares with is_causal=True
+DECODE_SIZES = ((T_Q, T_K), (1, 5), (2, 9), (4, 4), (5, 6))  # (t_q, t_k) on which the check calls the function
 
 
-def decoding_mask(answer: object) -> None:
-    """Exercise ex-ch07-decode: bool (3, 7); the 3 queries are the last 3 of 7 positions."""
-    expected = torch.ones(T_Q, T_K, dtype=torch.bool).tril(diagonal=T_K - T_Q)
-    _bool_mask(answer, expected, "decode_mask", {
-        "the triangle starts at the top left, as is_causal=True does, but these queries are the last "
-        "three positions, not the first three: which keys may the first of them attend? tril takes a "
-        "diagonal argument.":
-            torch.ones(T_Q, T_K, dtype=torch.bool).tril(),
-        "True must mean 'may attend'; this mask is inverted.": ~expected,
-        "the triangle is the wrong way round: each query looks back, so use tril, not triu.":
-            torch.ones(T_Q, T_K, dtype=torch.bool).triu(diagonal=T_K - T_Q),
-        "every key is allowed: the last query may see all 7 keys, but earlier ones may not see later keys.":
-            torch.ones(T_Q, T_K, dtype=torch.bool),
-    })
+def _forbidden_masks() -> list[Callable]:
+    """The ready-made bottom-right causal masks the exercise rules out, every route PyTorch offers to its own."""
+    from torch.nn.attention import bias
+
+    from ..masks import causal_mask
+
+    return [causal_mask, bias.causal_lower_right, bias.CausalBias._lower_right]
+
+
+def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
+    """Exercise ex-ch07-decode: ``fn(t_q, t_k)`` returns the bool causal mask (t_q, t_k) of the newest
+    t_q of t_k positions (True = may attend), built without ``ah.causal_mask`` or PyTorch's ``CausalBias``."""
+    if not callable(fn):
+        raise CheckFailed(
+            f"pass the function itself, decoding_mask, not {type(fn).__name__}: the check calls it on several sizes."
+        )
+    for t_q, t_k in DECODE_SIZES:
+        watch = Watch(_forbidden_masks())
+        try:
+            with watch:
+                answer = fn(t_q, t_k)
+        except Exception as error:
+            if "CausalBias" in str(error):  # PyTorch's CausalBias tensor cannot be built while the watch runs
+                watch.called.add("torch.nn.attention.bias.CausalBias")
+            if not watch.called:
+                raise CheckFailed(f"decoding_mask({t_q}, {t_k}) raised {type(error).__name__}: {error}") from error
+        if watch.called:
+            raise CheckFailed(
+                f"decoding_mask({t_q}, {t_k}) calls {', '.join(sorted(watch.called))}, which builds this mask for you "
+                f"and which the exercise asks you not to use. Hint: start from torch.ones(t_q, t_k, dtype=torch.bool) "
+                f"and keep the right triangle (tril takes a diagonal argument)."
+            )
+        ones = torch.ones(t_q, t_k, dtype=torch.bool)
+        expected = ones.tril(diagonal=t_k - t_q)  # (t_q, t_k): query i is position t_k - t_q + i
+        mistakes = {
+            "the triangle starts at the top left, as is_causal=True does, but the queries are the last t_q "
+            "positions, not the first ones: which keys may the first of them attend? tril takes a diagonal "
+            "argument.": ones.tril(),
+            "the diagonal offset has the wrong sign: query i is position t_k - t_q + i, so shift the triangle "
+            "right by t_k - t_q, not by t_q - t_k.": ones.tril(diagonal=t_q - t_k),
+            f"the shift is fixed at {T_K - T_Q}, right only for {T_Q} queries among {T_K} keys: it is t_k - t_q.":
+                ones.tril(diagonal=T_K - T_Q),
+            "True must mean 'may attend'; this mask is inverted.": ~expected,
+            "the triangle is the wrong way round: each query looks back, so use tril, not triu.":
+                ones.triu(diagonal=t_k - t_q),
+            "every key is allowed: the last query may see all keys, but earlier ones may not see later keys.": ones,
+        }
+        with contextlib.redirect_stdout(io.StringIO()):  # one line for all the sizes, printed below
+            _bool_mask(answer, expected, f"decoding_mask({t_q}, {t_k})", mistakes)
+    print("✓ decoding_mask: correct")
 
 
 B, H, T_BIG = 8, 12, 4096  # exercise ex-ch07-bytes
