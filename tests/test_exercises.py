@@ -117,3 +117,11 @@ def test_a_notebook_without_exercises_has_none():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Just prose"),
                                          nbformat.v4.new_code_cell("x = 1")])
     assert find_exercises(nb) == []
+
+
+@by_name
+def test_exercise_titles_have_no_brackets_of_their_own(chapter):
+    # sphinx-exercise prints "Exercise 1.1 (<title>)": a title ending in "(easy)" reads "(… (easy))".
+    for ex in load(chapter)[1]:
+        assert "(" not in ex.title.replace("$", ""), f"{ex.label}: write the level as '— easy', not in brackets"
+        assert ex.level, f"{ex.label}: the title names no level (easy, medium or hard)"

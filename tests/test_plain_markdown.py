@@ -129,3 +129,8 @@ def test_exercise_heading_and_myst_left():
     assert myst_left("$\\mathbf{x}_{ij}$ and `code` and {{ subst }}") == []
     assert myst_left("a {numref}`x` b\n```{note}\n:label: y\n$$ (z)\n(t)=") == \
         ["{numref}`x`", "```{note}", ":label: y", "$$ (z)", "(t)="]
+
+
+def test_exercise_heading_takes_the_level_after_a_dash(book):
+    exercise = book.plain("```{exercise} Predict, then run: first — easy\n:label: ex-first\n\nDo it.\n```")
+    assert exercise.startswith("### Exercise 2.1 (easy): Predict, then run: first\n")

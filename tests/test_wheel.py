@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -29,7 +30,13 @@ def run(*cmd: str | Path, cwd: Path) -> str:
 
 
 def test_wheel_installs_outside_the_repository_and_loads_glove(tmp_path):
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", tmp_path, ROOT,
+    # Build from a copy: setuptools writes build/ and *.egg-info beside the sources, never in the checkout.
+    source = tmp_path / "source"
+    for name in ("attn_helpers", "data"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", tmp_path, source,
         cwd=tmp_path)
     wheel = next(tmp_path.glob("attn_helpers-*.whl"))
     env_dir = tmp_path / "env"
