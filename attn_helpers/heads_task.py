@@ -19,6 +19,17 @@ from torch import nn
 from .modules import MultiHeadAttention
 from .training import IGNORE, TrainResult, copy_task_batch
 
+__all__ = [
+    "LOOKBACK",
+    "ANSWERS",
+    "two_back_batch",
+    "TwoBackModel",
+    "two_back_loss",
+    "TwoBackAccuracy",
+    "two_back_accuracy",
+    "train_two_back",
+]
+
 LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
 ANSWERS = ("previous token", "token two back")
 
