@@ -1,15 +1,66 @@
-"""Input checks shared by the helpers: each raises an error that says what was wrong and what to do."""
+"""Input checks shared by the helpers: each raises an error that says what was wrong and what to do.
+
+A helper calls one of these in one line before its math, so the math reads on its own. The checks
+look at the inputs only (``t·d`` numbers), never at the ``t²`` scores, so they stay cheap.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
 import torch
+
+__all__ = [
+    "positive_int",
+    "as_float_tensor",
+    "broadcast_shape",
+    "attention_args",
+    "head_inputs",
+    "multi_head_inputs",
+    "lengths_list",
+]
+
+
+def positive_int(value: object, name: str, minimum: int = 1, *, none_ok: bool = False) -> Any:
+    """``value`` as an ``int`` after checking it is a whole number ``>= minimum`` (chapters 1-7).
+
+    Takes Python and NumPy integers and 0-d integer tensors; rejects bools, floats and strings
+    with a message that shows what was passed and what to write. With ``none_ok``, ``None``
+    passes through unchanged.
+    """
+    if value is None and none_ok:
+        return None
+    is_bool = isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
+    try:
+        number = None if is_bool or isinstance(value, float) else operator.index(value)
+    except TypeError:
+        number = None
+    if number is not None and number >= minimum:
+        return number
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+    what += " or None" if none_ok else ""
+    if isinstance(value, str):
+        fix = f"; pass {name}={value.strip()}" if value.strip().isdigit() and name.isidentifier() else ""
+        got = f"{name}={value!r} (a string){fix}"
+    elif is_bool:
+        got = f"{value!r} (a bool, not a number)"
+    elif isinstance(value, float) and value.is_integer() and name.isidentifier():
+        got = f"{value!r} (a float); pass {name}={int(value)}"
+    else:
+        got = repr(value)
+    raise ValueError(f"{name} must be {what}, got {got}.")
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
     """Return ``x`` unchanged after checking it is a finite floating-point tensor of rank >= ``min_dim``.
 
     Raises ``TypeError`` for non-tensors and integer tensors, ``ValueError`` for a rank that
-    is too small, an empty dimension, or NaN/inf values.
+    is too small, an empty dimension, or NaN/inf values. One pass over ``x`` (its minimum and
+    maximum, which NaN and inf reach).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(
@@ -31,10 +82,221 @@ def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Te
             f"{name} is empty (shape {tuple(x.shape)}): attention needs at least one token "
             f"and one feature. Check that the sentence or batch is not empty."
         )
-    if not torch.isfinite(x).all():
-        bad = "NaN" if torch.isnan(x).any() else "inf"
+    low, high = torch.aminmax(x.detach())  # NaN propagates to both; inf shows at one end
+    if not (math.isfinite(low) and math.isfinite(high)):
+        bad = "NaN" if math.isnan(low) or math.isnan(high) else "inf"
         raise ValueError(
             f"{name} contains {bad} values; attention would spread them to every output. "
             f"Find where they come from (an overflow in exp? a division by zero?) before calling this."
         )
     return x
+
+
+def _same_dtype(tensors: dict[str, torch.Tensor]) -> None:
+    """Check that the named tensors share one dtype; else a ``TypeError`` naming each dtype and the fix."""
+    (first, reference), *rest = tensors.items()
+    odd = [name for name, t in rest if t.dtype != reference.dtype]
+    if odd:
+        listed = ", ".join(f"{name} {t.dtype}" for name, t in tensors.items())
+        fix = " and ".join(f"{name}.to({first}.dtype)" for name in odd)
+        raise TypeError(
+            f"{', '.join(tensors)} must share one dtype, got {listed}. Matrix products need one "
+            f"dtype: convert with {fix} (or .float() on all of them)."
+        )
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``shapes`` broadcast to, as ``torch.broadcast_shapes`` gives it, or ``None`` if they do not."""
+    out = []
+    for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
+        big = set(sizes) - {1}
+        if len(big) > 1:
+            return None
+        out.append(big.pop() if big else 1)
+    return tuple(reversed(out))
+
+
+def _broadcastable(*shapes: tuple[int, ...]) -> bool:
+    """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
+    return broadcast_shape(*shapes) is not None
+
+
+def _scale_value(scale: object, d_k: int) -> float:
+    """The attention scale as a float: ``1/sqrt(d_k)`` for ``None``, else a positive finite number.
+
+    A 0-d tensor (such as ``dk ** -0.5`` with ``dk = torch.tensor(50)``) is taken as its value;
+    a bool is rejected (``True`` is not a scale).
+    """
+    if scale is None:
+        return 1.0 / math.sqrt(d_k)
+    if isinstance(scale, torch.Tensor) and scale.dim() == 0 and scale.dtype != torch.bool:
+        scale = scale.item()
+    if isinstance(scale, bool) or not hasattr(scale, "__float__") or isinstance(scale, (str, torch.Tensor)):
+        kind = "a bool" if isinstance(scale, bool) else type(scale).__name__
+        raise TypeError(
+            f"scale must be a positive finite number, got {scale!r} ({kind}). Leave it out for "
+            f"1/sqrt(d_k), or pass a number such as scale=1.0 for the raw dot products."
+        )
+    value = float(scale)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}.")
+    return value
+
+
+def _attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``.
+
+    Finite float tensors of one dtype, matching ``d_k`` and ``t_k``, leading dimensions that broadcast.
+    """
+    for name, t in (("queries", q), ("keys", k), ("values", v)):
+        as_float_tensor(t, name, min_dim=2)
+    _same_dtype({"queries": q, "keys": k, "values": v})
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"queries have d_k={q.shape[-1]} features but keys have {k.shape[-1]}: "
+            f"the dot product q·k needs the same last dimension (q {tuple(q.shape)}, k {tuple(k.shape)})."
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"keys describe {k.shape[-2]} tokens but values describe {v.shape[-2]}: "
+            f"every key needs exactly one value (k {tuple(k.shape)}, v {tuple(v.shape)})."
+        )
+    if not _broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
+        raise ValueError(
+            f"the leading (batch) dimensions {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and "
+            f"{tuple(v.shape[:-2])} of queries, keys and values do not broadcast together."
+        )
+
+
+def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object, scale: object) -> float:
+    """All the checks of :func:`attn_helpers.attention` in one call; returns the scale as a float."""
+    _attention_inputs(q, k, v)
+    if mask is not None:
+        batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        _attention_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
+    return _scale_value(scale, q.shape[-1])
+
+
+def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
+    """Check a mask for scores of shape ``(..., t_q, t_k)``: bool (True = may attend) or additive float.
+
+    It must broadcast to the scores (it may add leading batch dimensions); a float mask may hold
+    finite numbers and ``-inf``, not NaN or ``+inf``.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
+    if not _broadcastable(mask.shape, scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
+            f"(t_q, t_k) = {tuple(scores_shape[-2:])} or 1."
+        )
+    if mask.dtype == torch.bool:
+        return
+    if not torch.is_floating_point(mask):
+        raise TypeError(
+            f"mask has dtype {mask.dtype}; use a bool mask (True = may attend) or an additive float "
+            f"mask (0 = may attend, -inf = blocked). For a 0/1 integer mask write mask.bool()."
+        )
+    if mask.numel() and not mask.detach().amax() < math.inf:  # amax is NaN if any entry is NaN
+        raise ValueError("an additive float mask may hold finite numbers and -inf, not NaN or +inf.")
+
+
+def _module_input(x: object, name: str, d_model: int, dtype: torch.dtype, *, min_dim: int = 1) -> None:
+    """Input ``x`` ``(..., d_model)`` of a module whose weights have ``dtype`` (chapters 4-5)."""
+    as_float_tensor(x, name, min_dim=min_dim)
+    if x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} has {x.shape[-1]} features (shape {tuple(x.shape)}) but the module was built "
+            f"with d_model={d_model}: the last dimension must be d_model. Build the module with "
+            f"d_model={x.shape[-1]}, or check that you did not pass a transposed tensor."
+        )
+    if x.dtype != dtype:
+        fix = {torch.float32: ".float()", torch.float64: ".double()"}.get(dtype, f".to({dtype})")
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the module's weights are {dtype}. Convert the input with "
+            f"{name}{fix}, or the module with module.to({x.dtype})."
+        )
+
+
+def _module_mask(mask: object, weights_shape: tuple[int, ...]) -> None:
+    """A module's mask must broadcast to its weights ``weights_shape`` without making them bigger (adding a batch)."""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
+    fits = mask.dim() <= len(weights_shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(weights_shape), strict=False)
+    )
+    if not fits:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention weights' shape "
+            f"{tuple(weights_shape)}. Use a (t_q, t_k) = {tuple(weights_shape[-2:])} mask for every "
+            f"sequence, or give it size-1 dimensions where it is shared, e.g. mask[:, None] for one "
+            f"(t_q, t_k) mask per sequence of a batch."
+        )
+
+
+def head_inputs(head: Any, x: object, mask: object) -> None:
+    """The checks of ``SelfAttentionHead.forward``: ``x`` ``(..., t, d_model)``, mask for ``(..., t, t)``."""
+    _module_input(x, "x", head.d_model, head.W_q.weight.dtype, min_dim=2)
+    t = x.shape[-2]
+    _module_mask(mask, (*x.shape[:-2], t, t))
+
+
+def multi_head_inputs(mha: Any, query: object, key: object, value: object, mask: object) -> None:
+    """The checks of ``MultiHeadAttention.forward``: ``(t, d_model)`` or ``(b, t, d_model)`` inputs, one mask."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        as_float_tensor(x, name)
+        if x.dim() not in (2, 3):
+            raise ValueError(
+                f"{name} must have shape (t, d_model) or (b, t, d_model), got {tuple(x.shape)}. "
+                f"Add a batch dimension with x.unsqueeze(0), or flatten extra leading dimensions."
+            )
+        _module_input(x, name, mha.d_model, mha.W_q.weight.dtype)
+    if not query.dim() == key.dim() == value.dim():
+        raise ValueError(
+            f"query, key and value must all be batched (3-D) or all unbatched (2-D); got shapes "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}."
+        )
+    unbatched = query.dim() == 2
+    b_q, b_k, b_v = (1, 1, 1) if unbatched else (query.shape[0], key.shape[0], value.shape[0])
+    if not b_q == b_k == b_v:
+        raise ValueError(
+            f"query, key and value hold different numbers of sequences (batch sizes "
+            f"{b_q}, {b_k}, {b_v}); they must be equal."
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"key has {key.shape[-2]} tokens but value has {value.shape[-2]}: every key needs "
+            f"exactly one value."
+        )
+    if mask is None:
+        return
+    if isinstance(mask, torch.Tensor) and unbatched and mask.dim() == 4:
+        raise ValueError(
+            f"a 4-D mask {tuple(mask.shape)} needs batched (b, t, d_model) input; "
+            f"for a single sequence use a (t_q, t_k) or (h, t_q, t_k) mask."
+        )
+    if isinstance(mask, torch.Tensor) and not unbatched and mask.dim() == 3 and mask.shape[0] != 1:
+        raise ValueError(
+            f"a 3-D mask {tuple(mask.shape)} is ambiguous for batched input: the weights "
+            f"have shape (b, h, t_q, t_k). Write mask[:, None] for one mask per sequence "
+            f"(b, 1, t_q, t_k) or mask[None] for one per head (1, h, t_q, t_k)."
+        )
+    _module_mask(mask, (b_q, mha.num_heads, query.shape[-2], key.shape[-2]))
+
+
+def lengths_list(lengths: object) -> list[int]:
+    """Sequence lengths (a list, tuple, 1-D integer tensor or array) as a non-empty list of ints >= 0 (chapter 7)."""
+    if isinstance(lengths, torch.Tensor) or hasattr(lengths, "dtype"):
+        kind = str(getattr(lengths, "dtype", ""))
+        if getattr(lengths, "ndim", None) != 1 or "float" in kind or "bool" in kind:
+            raise ValueError(
+                f"lengths must be a 1-D integer tensor or a list of ints, got a tensor of shape "
+                f"{tuple(lengths.shape)} and dtype {lengths.dtype}."
+            )
+        lengths = lengths.tolist()
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
+        raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
+    return [positive_int(n, "every length", 0) for n in lengths]

@@ -1,0 +1,55 @@
+"""The one private PyTorch API the package relies on, in one place (chapters 6-7 and the self-checks).
+
+A *dispatch mode* sees every operator call below autograd together with the tensors it returns.
+``attn_helpers.cost`` counts the bytes of every intermediate tensor with one (``torch.profiler``
+reports allocations per operator, not the peak of the tensors alive at once), and the self-checks
+record which operators a learner's function ran. PyTorch keeps the class in the private module
+``torch.utils._python_dispatch``; ``tests/test_torch_private.py`` fails loudly if a release moves
+or changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+
+def dispatch_mode_base() -> type:
+    """PyTorch's ``TorchDispatchMode``, subclassed so that it runs eagerly.
+
+    The subclass turns off the ``torch.compile`` guard that would import ``torch._dynamo`` (a second
+    or more) on first use; nothing in the book runs a dispatch mode under ``torch.compile``.
+    """
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as error:  # pragma: no cover - only on a PyTorch that moved it
+        raise ImportError(
+            f"PyTorch {torch.__version__} no longer has torch.utils._python_dispatch.TorchDispatchMode, "
+            f"which attn_helpers uses to count tensor memory and record operators: update "
+            f"attn_helpers/_torch_private.py."
+        ) from error
+    if not hasattr(TorchDispatchMode, "_should_skip_dynamo"):  # pragma: no cover
+        raise ImportError(
+            f"PyTorch {torch.__version__} changed TorchDispatchMode (no _should_skip_dynamo): "
+            f"update attn_helpers/_torch_private.py."
+        )
+
+    class EagerDispatchMode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # never wrap __torch_dispatch__ for torch.compile
+
+    return EagerDispatchMode
+
+
+def tensors_in(tree: object) -> Iterator[torch.Tensor]:
+    """The tensors in an operator's arguments or results: nested tuples, lists and dicts."""
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif isinstance(tree, (tuple, list)):
+        for item in tree:
+            yield from tensors_in(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from tensors_in(item)

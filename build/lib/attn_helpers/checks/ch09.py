@@ -1,0 +1,141 @@
+"""Self-checks for chapter 9's exercises (see ``attn_helpers.checks``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..attention import attention
+from ..merge import merge_partials, partial_attention
+from . import CheckFailed, check_tensor, check_value
+
+__all__ = ["DTYPE", "cache_bytes", "merge_function", "gqa_inputs", "gqa_function"]
+
+# Exercise ex-ch09-predict: the model whose cache the learner sizes.
+N_LAYERS, H, G, D_K, T = 4, 8, 2, 16, 100
+DTYPE = torch.bfloat16
+
+
+def cache_bytes(answer: object) -> None:
+    """Exercise ex-ch09-predict: bytes of the KV cache of T tokens, n_layers=4, h=8, g=2, d_k=16, bfloat16."""
+    per_number = torch.finfo(DTYPE).bits // 8
+    check_value(answer, 2 * N_LAYERS * G * D_K * per_number * T, "cache_bytes", {
+        "the cache holds keys and values for the g = 2 shared heads only, not for all h = 8 query heads.":
+            2 * N_LAYERS * H * D_K * per_number * T,
+        "the cache holds keys AND values: two tensors per layer.": N_LAYERS * G * D_K * per_number * T,
+        "bfloat16 takes 2 bytes a number, not 4.": 2 * N_LAYERS * G * D_K * 4 * T,
+        "that is the size per token; the cache holds all T tokens.": 2 * N_LAYERS * G * D_K * per_number,
+        "every layer has its own cache: multiply by n_layers.": 2 * G * D_K * per_number * T,
+    }, atol=0.5)
+
+
+def _shards() -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]:
+    """Two shards of keys for 4 queries; query 0 may attend nothing in the second shard, query 3 nothing at all."""
+    gen = torch.Generator().manual_seed(909)
+    q = torch.randn(4, 8, generator=gen) * 2
+    k, v = torch.randn(10, 8, generator=gen) * 2, torch.randn(10, 5, generator=gen)
+    mask = torch.ones(4, 10, dtype=torch.bool)
+    mask[0, 6:] = False  # query 0: the whole second shard is blocked
+    mask[3] = False  # query 3: every key is blocked
+    parts = [partial_attention(q, k[:6], v[:6], mask[:, :6]), partial_attention(q, k[6:], v[6:], mask[:, 6:])]
+    return attention(q, k, v, mask)[0], parts
+
+
+def _merge_without_rescale(a, b):  # noqa: ANN001, ANN202
+    return torch.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2]
+
+
+def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
+    """Exercise ex-ch09-merge: ``fn(a, b)`` merges two ``(m, l, o)`` triples exactly, with no NaN."""
+    full, (a, b) = _shards()
+    expected = merge_partials([a, b])
+    answer = fn(tuple(x.clone() for x in a), tuple(x.clone() for x in b))
+    if not isinstance(answer, tuple) or len(answer) != 3:
+        raise CheckFailed("merge_two should return a tuple (m, l, o), like partial_attention.")
+    m, ell, o = answer
+    for name, x in (("m", m), ("l", ell), ("o", o)):
+        if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and torch.isnan(x).any():
+            raise CheckFailed(
+                f"{name} contains NaN. Hint: where both maxima are -inf (a query with no allowed key in "
+                f"either shard), e^(m_a - M) is e^(-inf - (-inf)) = NaN; replace an infinite M by 0 first."
+            )
+    wrong = _merge_without_rescale(a, b)
+    if not isinstance(m, torch.Tensor) or m.shape != expected[0].shape or not torch.equal(m, expected[0]):
+        raise CheckFailed("m is not right yet. Hint: the merged maximum is the larger of the two, torch.maximum(m_a, m_b).")
+    print("✓ m: correct")
+    check_tensor(ell, expected[1], "l", {
+        "rescale each sum to the common maximum before adding: l_a e^(m_a - M) + l_b e^(m_b - M).": wrong[1],
+    })
+    check_tensor(o, expected[2], "o", {
+        "rescale each output to the common maximum before adding: o_a e^(m_a - M) + o_b e^(m_b - M).": wrong[2],
+        "keep o unnormalised, as partial_attention returns it: divide by l only at the very end.":
+            expected[2] / torch.where(expected[1] == 0, torch.ones_like(expected[1]), expected[1]),
+    })
+    finished = o / torch.where(ell == 0, torch.ones_like(ell), ell)
+    check_tensor(finished, full, "o / l against attention over all keys")
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records operator names and the largest tensor any operator returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+        self.largest = 0
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        self.ops.add(str(func.overloadpacket.__name__))
+        out = func(*args, **(kwargs or {}))
+        for x in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(x, torch.Tensor):
+                self.largest = max(self.largest, x.numel())
+        return out
+
+
+GQA_B, GQA_H, GQA_G, GQA_T, GQA_DK = 2, 8, 2, 64, 4  # exercise ex-ch09-gqa
+
+
+def gqa_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Exercise ex-ch09-gqa: q (2, 8, 1, 4) for one new token; k, v (2, 2, 64, 4) from the cache."""
+    gen = torch.Generator().manual_seed(919)
+    q = torch.randn(GQA_B, GQA_H, 1, GQA_DK, generator=gen)
+    k = torch.randn(GQA_B, GQA_G, GQA_T, GQA_DK, generator=gen)
+    v = torch.randn(GQA_B, GQA_G, GQA_T, GQA_DK, generator=gen)
+    return q, k, v
+
+
+def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
+    """Exercise ex-ch09-gqa: ``fn(q, k, v)`` is grouped-query attention, without copying keys per query head."""
+    q, k, v = gqa_inputs()
+    r = GQA_H // GQA_G
+    expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
+    with torch.no_grad(), _OpRecorder() as rec:
+        answer = fn(q.clone(), k.clone(), v.clone())
+    if rec.ops & {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                  "_scaled_dot_product_attention_math"}:
+        raise CheckFailed("gqa_decode calls scaled_dot_product_attention; the exercise asks you to write it yourself.")
+    if isinstance(answer, tuple):
+        raise CheckFailed("gqa_decode should return only the output tensor (b, h, 1, d_k), not a tuple.")
+    copied = rec.largest >= GQA_B * GQA_H * GQA_T * GQA_DK  # a (b, h, t, d_k) tensor: keys copied per query head
+    if copied and isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
+            answer.double(), expected.double(), atol=1e-4):
+        raise CheckFailed(
+            "the result is right, but the keys or values were copied once per query head (a tensor of "
+            f"{rec.largest} numbers was made; the cache holds {GQA_B * GQA_G * GQA_T * GQA_DK} per tensor). Hint: "
+            "stack the h/g query heads of a group as rows, q.reshape(b, g, h // g, d_k), and multiply by "
+            "k.transpose(-2, -1) of shape (b, g, d_k, t). (Broadcasting k[:, :, None] against 5-D queries "
+            "makes torch.matmul copy the keys too.)"
+        )
+    check_tensor(answer, expected, "gqa_decode(q, k, v)", {
+        "query heads are paired with the wrong key heads: heads 0-3 share key head 0 and heads 4-7 key head 1 "
+        "(i // (h // g), as repeat_interleave orders them), not i % g (as repeat does).":
+            attention(q, k.repeat(1, r, 1, 1), v.repeat(1, r, 1, 1))[0],
+        "the scores are not scaled: divide q kᵀ by √d_k.":
+            attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1), scale=1.0)[0],
+    })

@@ -1,0 +1,154 @@
+"""A task that one attention head cannot solve and two heads can (chapter 5).
+
+Every token must name the token just before it *and* the one two places before it. The input is
+chapter 4's: a one-hot token followed by a one-hot position (``attn_helpers.training``). A model
+is one ``MultiHeadAttention`` layer and a linear read-out with two sets of scores over the
+vocabulary, one per answer. One head has a single softmax row per token, so it must share one
+budget of weight between the two neighbours and its output blurs them; two heads of half the
+width can each look at one neighbour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .modules import MultiHeadAttention
+from .training import IGNORE, TrainResult, copy_task_batch
+
+__all__ = [
+    "LOOKBACK",
+    "ANSWERS",
+    "two_back_batch",
+    "TwoBackModel",
+    "two_back_loss",
+    "TwoBackAccuracy",
+    "two_back_accuracy",
+    "train_two_back",
+]
+
+LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
+ANSWERS = ("previous token", "token two back")
+
+
+def _check_sizes(seq_len: int, vocab_size: int) -> None:
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 3:
+        raise ValueError(f"seq_len must be an integer of at least 3 (a token two back needs it), got {seq_len!r}.")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
+        raise ValueError(f"vocab_size must be an integer of at least 2, got {vocab_size!r}.")
+
+
+def two_back_batch(
+    batch_size: int, seq_len: int = 8, vocab_size: int = 8, generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch of the two-back task (chapter 5): ``(x, tokens, targets)``.
+
+    ``x`` ``(b, t, vocab_size + seq_len)``: one-hot token then one-hot position; ``tokens`` ``(b, t)``;
+    ``targets`` ``(b, t, 2)``: ``tokens[:, i - 1]`` and ``tokens[:, i - 2]``, and ``IGNORE`` at the
+    first two positions, which lack a token two back.
+    """
+    _check_sizes(seq_len, vocab_size)
+    x, tokens, _ = copy_task_batch(batch_size, seq_len, vocab_size, -1, generator)
+    targets = torch.full((*tokens.shape, len(LOOKBACK)), IGNORE, dtype=tokens.dtype)  # (b, t, 2)
+    for k, back in enumerate(LOOKBACK):
+        targets[:, back:, k] = tokens[:, :-back]
+    targets[:, : max(LOOKBACK)] = IGNORE  # score only positions that have both answers
+    return x, tokens, targets
+
+
+class TwoBackModel(nn.Module):
+    """One ``MultiHeadAttention`` layer and a linear read-out, for the two-back task (chapter 5).
+
+    ``d_model = vocab_size + seq_len`` whatever ``num_heads`` is, so models with 1 and 2 heads have
+    the same width and the same number of parameters. ``forward(x)`` takes ``(b, t, d_model)`` and
+    returns ``logits`` ``(b, t, 2, vocab_size)`` (scores for the token one back and two back) and
+    the attention ``weights`` ``(b, h, t, t)``.
+    """
+
+    def __init__(self, num_heads: int, seq_len: int = 8, vocab_size: int = 8):
+        super().__init__()
+        _check_sizes(seq_len, vocab_size)
+        self.seq_len, self.vocab_size = seq_len, vocab_size
+        self.d_model = vocab_size + seq_len
+        self.attn = MultiHeadAttention(self.d_model, num_heads)
+        self.readout = nn.Linear(self.d_model, len(LOOKBACK) * vocab_size)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, weights = self.attn(x)  # (b, t, d_model), (b, h, t, t)
+        b, t, _ = out.shape
+        logits = self.readout(out).view(b, t, len(LOOKBACK), self.vocab_size)  # (b, t, 2, V)
+        return logits, weights
+
+
+def two_back_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of ``logits`` ``(b, t, 2, V)`` against ``targets`` ``(b, t, 2)``, skipping ``IGNORE``."""
+    if logits.dim() != 4 or logits.shape[:3] != targets.shape:
+        raise ValueError(
+            f"logits must be (b, t, 2, vocab_size) and targets (b, t, 2); got {tuple(logits.shape)} and "
+            f"{tuple(targets.shape)}."
+        )
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE)
+
+
+@dataclass
+class TwoBackAccuracy:
+    """Share of the scored positions where each answer is right, and where both are."""
+
+    previous: float
+    two_back: float
+    both: float
+
+
+def two_back_accuracy(model: TwoBackModel, n: int = 2000, seed: int = 1234) -> TwoBackAccuracy:
+    """Accuracy of ``model`` on ``n`` held-out sequences from a generator seeded with ``seed`` (chapter 5)."""
+    _check_model(model)
+    x, _, targets = two_back_batch(n, model.seq_len, model.vocab_size, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        logits, _ = model(x)
+    scored = targets[:, max(LOOKBACK):]  # (n, t - 2, 2)
+    right = logits.argmax(-1)[:, max(LOOKBACK):] == scored
+    return TwoBackAccuracy(float(right[..., 0].float().mean()), float(right[..., 1].float().mean()),
+                           float(right.all(-1).float().mean()))
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, TwoBackModel):
+        raise TypeError(
+            f"expected an attn_helpers.heads_task.TwoBackModel, got {type(model).__name__}; "
+            f"build one with TwoBackModel(num_heads)."
+        )
+
+
+def train_two_back(
+    model: TwoBackModel, steps: int = 400, batch_size: int = 64, lr: float = 0.02, seed: int = 0,
+) -> TrainResult:
+    """Train ``model`` on the two-back task with Adam (chapter 5); ``accuracy`` is "both right".
+
+    As ``attn_helpers.train_copy_task``: batches from a generator seeded with ``seed``, one CPU
+    thread, so the same seed gives the same numbers run to run. Held-out accuracy comes from
+    :func:`two_back_accuracy` on sequences the model never trained on.
+    """
+    _check_model(model)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}.")
+    gen = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    result = TrainResult()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a fixed summation order: identical losses run to run
+    try:
+        for _ in range(steps):
+            x, _, targets = two_back_batch(batch_size, model.seq_len, model.vocab_size, gen)
+            logits, _ = model(x)  # (b, t, 2, V)
+            loss = two_back_loss(logits, targets)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            result.losses.append(loss.item())
+        result.accuracy = two_back_accuracy(model).both
+    finally:
+        torch.set_num_threads(threads)
+    return result
