@@ -127,7 +127,7 @@ def train_two_back(
 ) -> TrainResult:
     """Train ``model`` on the two-back task with Adam (chapter 5); ``accuracy`` is "both right".
 
-    As ``attn_helpers.train_copy_task``: batches from a generator seeded with ``seed``, one CPU
+    As ``attn_helpers.training.train_copy_task``: batches from a generator seeded with ``seed``, one CPU
     thread, so the same seed gives the same numbers run to run. Held-out accuracy comes from
     :func:`two_back_accuracy` on sequences the model never trained on.
     """

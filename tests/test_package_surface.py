@@ -6,6 +6,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,12 @@ def test_moved_names_are_reached_through_their_module():
     assert ah.explore.ODYSSEY_SENTENCE.startswith("I must go back")
     with pytest.raises(AttributeError, match="the rest is in its module"):
         ah.dot_product_variance  # noqa: B018
+
+
+def test_api_page_lists_every_top_level_name_with_its_chapter():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
+    import attn_api
+
+    rows = [line for line in attn_api.top_level_section().splitlines() if line.startswith("| {py:obj}")]
+    assert [row.split("`")[1].split()[0] for row in rows] == [f"ah.{name}" for name in ah.__all__]
+    assert all(row.split(" | ")[1].strip()[0].isdigit() for row in rows)  # the chapter column
