@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import builtins
 import importlib
-import importlib.util
 import inspect
 import marshal
-import sys
 import types
 from pathlib import Path
 
@@ -92,25 +90,6 @@ def save_cell_source(label: str, names: list[str], path: Path) -> str:
     return (f"{inspect.getsource(save_answers)}\n"
             f"save_answers({label!r}, {names!r}, {str(path)!r})\n"
             f"del save_answers\n")
-
-
-def light_package() -> None:
-    """Let ``import attn_helpers.checks`` skip the package's ``__init__`` (plotting: seaborn, pandas…).
-
-    The checks import the submodules they need; the first attribute asked of the package itself
-    (``ah.attention``) runs its ``__init__`` after all. Saves a second or two per re-check process.
-    """
-    if "attn_helpers" in sys.modules or (spec := importlib.util.find_spec("attn_helpers")) is None:
-        return
-    package = importlib.util.module_from_spec(spec)
-
-    def __getattr__(name: str) -> object:
-        del package.__dict__["__getattr__"]
-        spec.loader.exec_module(package)
-        return getattr(package, name)
-
-    package.__getattr__ = __getattr__
-    sys.modules["attn_helpers"] = package
 
 
 def _safe_classes(path: Path, modules_only: bool = False) -> list[type]:

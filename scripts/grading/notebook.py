@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from .answers import has_function, light_package
+from .answers import has_function
 from .assemble import SAVE_TAG, Book, assemble, submission_chapter
 from .execute import Stopped, execute
 from .recheck import MARK
@@ -86,8 +86,7 @@ def prepare_checks(package_root: Path, import_now: bool) -> None:
         atexit.register(shutil.rmtree, _PACKAGE_COPY, True)
         make_workdir(_PACKAGE_COPY, package_root)
         sys.path.insert(0, str(_PACKAGE_COPY / "book"))
-    if import_now:
-        light_package()
+    if import_now:  # attn_helpers' own import is light: plotting, pandas and the checks load when used
         import attn_helpers.checks  # noqa: F401
 
 

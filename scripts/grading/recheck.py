@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 
 if __package__:  # imported by grade.py for MARK
-    from .answers import Unsupported, has_function, light_package, load_answers
+    from .answers import Unsupported, has_function, load_answers
 else:  # run as a script in the sandbox
-    from answers import Unsupported, has_function, light_package, load_answers
+    from answers import Unsupported, has_function, load_answers
 
 MARK = "RECHECK "
 
@@ -73,7 +73,6 @@ def recheck(check_import: str, label: str, check_source: str, path: Path, sandbo
 
 
 def main() -> None:
-    light_package()
     spec = json.loads(Path(sys.argv[1]).read_text())
     exercises = sorted(spec["exercises"], key=lambda e: has_function(Path(e["file"])))
     for ex in exercises:
