@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
 
-from . import validate
-
-__all__ = ["softmax", "attention"]
+from .validate import as_float_tensor
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -17,53 +16,75 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Subtracts the maximum of each slice before ``exp``, so large scores cannot overflow.
     Entries equal to ``-inf`` (masked positions) get weight 0; a slice that is entirely
     ``-inf`` has nothing to attend to and gets all zeros instead of NaN.
-    Takes and returns a tensor of any shape (a 0-d tensor is one slice of one score).
+    Takes and returns a tensor of any shape.
     """
-    dim = _check_softmax_input(x, dim)
-    if x.numel() == 0:
-        return x.clone()
-    return _stable_softmax(x, dim)
-
-
-def _stable_softmax(x: torch.Tensor, dim: int, overwrite: bool = False) -> torch.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``. With ``overwrite``, ``x`` may be reused for the result.
-
-    Where autograd does not record (no ``requires_grad``, or inside ``torch.no_grad()``), the steps
-    run in place on one new tensor: the same numbers, without a new t × t tensor for each step.
-    """
-    row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
-    if not bool((row_max < math.inf).all()):  # False for NaN as well as for +inf
+    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
+        as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
+    if torch.isnan(x).any() or (x == math.inf).any():
         raise ValueError(
             "softmax input contains NaN or +inf; only -inf (a masked position) is allowed. "
             "Check the scores for an overflow before calling softmax."
         )
-    row_max = row_max.nan_to_num(neginf=0.0)  # a fully masked slice: exp(-inf - 0) = 0
-    # Each sum is at least 1 (the maximum contributes exp(0)), except for a fully masked slice, whose
-    # sum is 0: dividing that one by 1 instead keeps its weights all zero rather than 0/0 = NaN.
-    if torch.is_grad_enabled() and x.requires_grad:  # autograd records every step: no in-place ops
-        exps = torch.exp(x - row_max)
-        return exps / exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
-    exps = (x.sub_(row_max) if overwrite else x - row_max).exp_()
-    return exps.div_(exps.sum(dim=dim, keepdim=True).clamp_min_(1.0))
-
-
-def _check_softmax_input(x: torch.Tensor, dim: int) -> int:
-    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
-        validate.as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
-    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
-        raise TypeError(f"dim must be an integer such as -1 (the last dimension), got {dim!r}.")
-    if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
+    if not -x.dim() <= dim < max(x.dim(), 1):
         raise ValueError(f"dim={dim} is out of range for an input of shape {tuple(x.shape)}.")
-    return int(dim)
+    row_max = x.amax(dim=dim, keepdim=True)
+    row_max = torch.where(torch.isinf(row_max), torch.zeros_like(row_max), row_max)
+    exps = torch.exp(x - row_max)
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / torch.where(total == 0, torch.ones_like(total), total)
 
 
-def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``scores`` with ``mask`` applied: -inf where a bool mask is False, or the additive mask added."""
-    in_place = not scores.requires_grad and validate.broadcast_shape(mask.shape, scores.shape) == scores.shape
+def broadcastable(*shapes: tuple[int, ...]) -> bool:
+    """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
+    for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
+        if len(set(sizes) - {1}) > 1:
+            return False
+    return True
+
+
+def _check_shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(
+            f"queries, keys and values need shape (..., t, d); got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}. For a single vector use q.unsqueeze(0)."
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"queries have d_k={q.shape[-1]} features but keys have {k.shape[-1]}: "
+            f"the dot product q·k needs the same last dimension (q {tuple(q.shape)}, k {tuple(k.shape)})."
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"keys describe {k.shape[-2]} tokens but values describe {v.shape[-2]}: "
+            f"every key needs exactly one value (k {tuple(k.shape)}, v {tuple(v.shape)})."
+        )
+    if not broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
+        raise ValueError(
+            f"the leading (batch) dimensions {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and "
+            f"{tuple(v.shape[:-2])} of queries, keys and values do not broadcast together."
+        )
+
+
+def _mask_to_additive(mask: torch.Tensor, scores_shape: torch.Size) -> torch.Tensor:
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
+    if not broadcastable(mask.shape, scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
+            f"(t_q, t_k) = {tuple(scores_shape[-2:])} or 1."
+        )
     if mask.dtype == torch.bool:
-        return scores.masked_fill_(~mask, -math.inf) if in_place else torch.where(mask, scores, -math.inf)
-    mask = mask.to(scores.dtype)
-    return scores.add_(mask) if in_place else scores + mask
+        zero = torch.zeros((), dtype=torch.float32)
+        return torch.where(mask, zero, torch.tensor(-math.inf))
+    if torch.is_floating_point(mask):
+        if torch.isnan(mask).any() or (mask == math.inf).any():
+            raise ValueError("an additive float mask may hold finite numbers and -inf, not NaN or +inf.")
+        return mask
+    raise TypeError(
+        f"mask has dtype {mask.dtype}; use a bool mask (True = may attend) or an additive float "
+        f"mask (0 = may attend, -inf = blocked). For a 0/1 integer mask write mask.bool()."
+    )
 
 
 def attention(
@@ -78,8 +99,7 @@ def attention(
     Shapes: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``; leading
     dimensions broadcast as in ``torch.matmul``, so a single sequence (2-D), a batch (3-D)
     and heads (4-D) all work. Returns ``(output, weights)`` with shapes
-    ``(..., t_q, d_v)`` and ``(..., t_q, t_k)``. ``scale`` is a positive number or a 0-d tensor
-    (taken as its value), never a bool.
+    ``(..., t_q, d_v)`` and ``(..., t_q, t_k)``.
 
     ``scale`` defaults to ``1/sqrt(d_k)``; pass ``scale=1.0`` for the raw dot products.
     ``mask`` broadcasts to ``(..., t_q, t_k)`` and is either boolean with **True = may attend**
@@ -87,10 +107,15 @@ def attention(
     float mask (0 to keep, ``-inf`` to block). A query whose keys are all blocked gets
     all-zero weights and an all-zero output, never NaN.
     """
-    scale = validate.attention_args(q, k, v, mask, scale)  # a clear error for any bad input
-    scores = q @ k.transpose(-2, -1)  # (..., t_q, t_k)
-    scores = scores * scale if scores.requires_grad else scores.mul_(scale)  # in place unless autograd records
+    for name, t in (("queries", q), ("keys", k), ("values", v)):
+        as_float_tensor(t, name, min_dim=2)
+    _check_shapes(q, k, v)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    elif not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}.")
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
     if mask is not None:
-        scores = _masked(scores, mask)
-    weights = _stable_softmax(scores, -1, overwrite=True)  # (..., t_q, t_k), rows sum to 1 (or 0)
-    return weights @ v, weights  # (..., t_q, d_v), (..., t_q, t_k)
+        scores = scores + _mask_to_additive(mask, scores.shape).to(scores.dtype)
+    weights = softmax(scores, dim=-1)  # (..., t_q, t_k), rows sum to 1 (or 0 if fully masked)
+    return weights @ v, weights

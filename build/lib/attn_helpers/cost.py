@@ -1,12 +1,10 @@
-"""What attention costs: a pure-Python version, timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
+"""What attention costs: a pure-Python version, timing, tensor memory and log-log slopes (chapters 6-7).
 
 Time is measured with ``time.perf_counter`` (best of a few runs, so it varies from run to run
-and machine to machine). FLOPs are *counted* by PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
-(two per multiply-add of every matrix product). Memory is *counted*, not sampled:
-:class:`TensorMemoryTracker` sees every tensor a PyTorch operator returns and adds up the bytes
-of the new ones that are alive at the same time. Both counts are deterministic. The memory count
-is exactly what an algorithm materialises as tensors; scratch space a fused C++ kernel allocates
-internally is not seen.
+and machine to machine). Memory is *counted*, not sampled: :class:`TensorMemoryTracker` sees
+every tensor a PyTorch operator returns and adds up the bytes of the new ones that are alive
+at the same time. That is deterministic, and it is exactly the memory an algorithm
+materialises as tensors; scratch space a fused C++ kernel allocates internally is not seen.
 """
 
 from __future__ import annotations
@@ -21,26 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from matplotlib.ticker import ScalarFormatter
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
-from . import validate
-from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention
 from .validate import as_float_tensor
-
-__all__ = [
-    "loop_attention",
-    "time_call",
-    "TensorMemoryTracker",
-    "peak_tensor_memory",
-    "measure_time",
-    "measure_memory",
-    "count_flops",
-    "measure_flops",
-    "plot_flops",
-    "loglog_slope",
-    "plot_loglog",
-]
 
 
 def loop_attention(
@@ -83,7 +66,8 @@ def time_call(
     With ``warmup`` one untimed call comes first. Stops repeating once ``budget`` seconds have
     been spent, so a slow call runs only once or twice.
     """
-    validate.positive_int(repeats, "repeats")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}.")
     start = time.perf_counter()
     if warmup:
         fn(*args)  # first calls pay for allocation and dispatch caches
@@ -97,7 +81,7 @@ def time_call(
     return best
 
 
-class TensorMemoryTracker(dispatch_mode_base()):
+class TensorMemoryTracker(TorchDispatchMode):
     """Counts the bytes of tensors created by PyTorch operators while active (chapters 6-7).
 
     ``with TensorMemoryTracker() as m: ...`` then read ``m.peak`` (most bytes alive at once),
@@ -112,23 +96,31 @@ class TensorMemoryTracker(dispatch_mode_base()):
         self.largest = 0
         self._seen: weakref.WeakSet = weakref.WeakSet()
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # PyTorch otherwise wraps __torch_dispatch__ for torch.compile, importing torch._dynamo
+        # (a second or more) on first use; this tracker never runs under torch.compile.
+        return False
+
     def _freed(self, nbytes: int) -> None:
         self.live -= nbytes
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
-        for x in tensors_in((args, kwargs)):
-            self._seen.add(x.untyped_storage())  # existing storage: never counted
+        for x in tree_flatten((args, kwargs))[0]:
+            if isinstance(x, torch.Tensor):
+                self._seen.add(x.untyped_storage())  # existing storage: never counted
         out = func(*args, **kwargs)
-        for x in tensors_in(out):
-            storage = x.untyped_storage()
-            if storage not in self._seen:
-                self._seen.add(storage)
-                nbytes = storage.nbytes()
-                self.live += nbytes
-                self.peak = max(self.peak, self.live)
-                self.largest = max(self.largest, nbytes)
-                weakref.finalize(storage, self._freed, nbytes)
+        for x in tree_flatten(out)[0]:
+            if isinstance(x, torch.Tensor):
+                storage = x.untyped_storage()
+                if storage not in self._seen:
+                    self._seen.add(storage)
+                    nbytes = storage.nbytes()
+                    self.live += nbytes
+                    self.peak = max(self.peak, self.live)
+                    self.largest = max(self.largest, nbytes)
+                    weakref.finalize(storage, self._freed, nbytes)
         return out
 
 
@@ -167,7 +159,8 @@ def measure_time(
     single-threaded loop, and less disturbed by other programs); ``None`` keeps the current setting.
     """
     sizes = _check_sizes(sizes)
-    validate.positive_int(threads, "threads", none_ok=True)
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None, got {threads!r}.")
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
     try:
@@ -208,74 +201,6 @@ def measure_memory(sizes: Sequence[int], d: int = 64, seed: int = 0) -> pd.DataF
             "weights": 4 * t * t,
         })
     return pd.DataFrame(rows).set_index("t")
-
-
-def count_flops(fn: Callable[..., object], *args: object) -> int:
-    """Floating-point operations of the matrix products in ``fn(*args)`` (chapter 7).
-
-    Counted by PyTorch's ``FlopCounterMode``: a product of a ``(n, m)`` and an ``(m, p)`` matrix
-    is ``2·n·m·p`` FLOPs (one multiply and one add each); softmax and other element-wise steps are
-    not counted. The count is the same on every run and machine. Fused kernels it has no formula
-    for (``F.scaled_dot_product_attention`` on the CPU) count as 0.
-    """
-    from torch.utils.flop_counter import FlopCounterMode  # imported here: its first use takes a second
-
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    return int(counter.get_total_flops())
-
-
-def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: int = 0) -> pd.DataFrame:
-    """Counted FLOPs of one multi-head attention layer on one ``(t, d)`` sequence, per t in ``sizes`` (chapter 7).
-
-    Runs :class:`attn_helpers.MultiHeadAttention` ``(d, num_heads)`` under ``FlopCounterMode`` and splits
-    the count by module. Columns: ``projections`` (``W_q``, ``W_k``, ``W_v``, ``W_o``: four
-    ``(t, d) @ (d, d)`` products, ``8·t·d²``) and ``attention`` (``QKᵀ`` and the weights times ``V``
-    over all heads, ``4·t²·d``). Indexed by t. The two are equal at ``t = 2d``.
-    """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from .modules import MultiHeadAttention
-
-    sizes = _check_sizes(sizes)
-    torch.manual_seed(seed)  # the weights do not change the count; seeded all the same
-    layer = MultiHeadAttention(d, num_heads)
-    rows = []
-    for t in sizes:
-        x = torch.randn(1, t, d, generator=torch.Generator().manual_seed(seed + t))  # (b, t, d)
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            layer(x)
-        per_module = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
-        projections = sum(n for name, n in per_module.items() if name.split(".")[-1] in ("W_q", "W_k", "W_v", "W_o"))
-        rows.append({"t": t, "projections": projections, "attention": counter.get_total_flops() - projections})
-    return pd.DataFrame(rows).set_index("t")
-
-
-def plot_flops(table: pd.DataFrame, d: int) -> plt.Figure:
-    """Two stacked panels from :func:`measure_flops`' ``table`` for width ``d`` (chapter 7).
-
-    Top: the FLOPs of the projections and of attention against t on log-log axes. Bottom: attention's
-    share of the layer's FLOPs. A dotted line marks ``t = 2d``, where the two are equal. Returns the Figure.
-    """
-    if not isinstance(table, pd.DataFrame) or not {"projections", "attention"} <= set(table.columns):
-        raise ValueError("plot_flops needs the DataFrame of measure_flops, with columns 'projections' and 'attention'.")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 7.2), sharex=True)
-    plot_loglog(table[["projections", "attention"]], "FLOPs per layer", "Where the FLOPs of one layer go", ax=top)
-    share = 100 * table["attention"] / (table["projections"] + table["attention"])
-    bottom.plot(share.index, share.values, marker="o", color="C1")
-    bottom.axhline(50, color="grey", linewidth=0.8)
-    bottom.set_ylim(0, 100)
-    bottom.set_xlabel("sequence length t (tokens)")
-    bottom.set_ylabel("attention's share of FLOPs (%)")
-    bottom.grid(True, alpha=0.3)
-    for ax in (top, bottom):
-        ax.axvline(2 * d, color="grey", linestyle=":", linewidth=1.5)
-    top.set_xlabel("")
-    bottom.xaxis.set_major_formatter(ScalarFormatter())  # 16, 32, … rather than powers of 2
-    bottom.annotate(f"t = 2d = {2 * d}", (2 * d, 0.08), xycoords=("data", "axes fraction"),
-                    xytext=(6, 0), textcoords="offset points", color="dimgrey")
-    fig.tight_layout()
-    return fig
 
 
 def loglog_slope(t: Sequence[float], y: Sequence[float], min_t: float = 0) -> float:

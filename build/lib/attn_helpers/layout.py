@@ -7,8 +7,6 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["MAX_CELLS", "layout", "storage_size", "reading_order", "plot_memory_layout"]
-
 MAX_CELLS = 48  # beyond this the memory strip is unreadable
 
 
@@ -56,8 +54,8 @@ def plot_memory_layout(tensors: Mapping[str, torch.Tensor], title: str = "Memory
                 f"up to {MAX_CELLS}. Draw a smaller example, e.g. torch.arange(12.).view(3, 4)."
             )
     n = len(tensors)
-    fig, axes = plt.subplots(n, 2, figsize=(7.4, 2.5 * n), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 2.6]})  # fits a 740 px column
+    fig, axes = plt.subplots(n, 2, figsize=(12, 2.6 * n), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 3]})
     cmap = plt.get_cmap("viridis")
     for row, (name, t) in enumerate(tensors.items()):
         size = storage_size(t)
@@ -78,31 +76,31 @@ def plot_memory_layout(tensors: Mapping[str, torch.Tensor], title: str = "Memory
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel("last dim →", fontsize=9)
-        ax.set_ylabel("other dims", fontsize=9)
+        ax.set_xlabel("last dimension →")
+        ax.set_ylabel("rows (other dims)")
         ax.set_title(f"{name}\nshape {tuple(t.shape)}", fontsize=10)
 
         ax = axes[row, 1]
         for k in range(size):
             v = float(memory[k])
             ax.add_patch(plt.Rectangle((k, 0), 1, 1, facecolor=colour(v), edgecolor="white"))
-            ax.text(k + 0.5, 0.5, f"{v:g}", ha="center", va="center", color="white", fontsize=9)
+            ax.text(k + 0.5, 0.5, f"{v:g}", ha="center", va="center", color="white", fontsize=8)
         order = reading_order(t).tolist()
         for step, offset in enumerate(order):
-            ax.text(offset + 0.5, -0.45, f"{step + 1}", ha="center", va="center", fontsize=9, color="0.2")
+            ax.text(offset + 0.5, -0.45, f"{step + 1}", ha="center", va="center", fontsize=8, color="0.2")
         for step in range(min(len(order) - 1, t.shape[-1])):  # the first row, and the jump to the next
             a, b = order[step] + 0.5, order[step + 1] + 0.5
             ax.annotate("", xy=(b, 1.05), xytext=(a, 1.05), arrowprops={
                 "arrowstyle": "->", "color": "crimson" if step == t.shape[-1] - 1 else "0.3",
                 "connectionstyle": f"arc3,rad={(-1 if b > a else 1) * min(0.5, 2.4 / abs(b - a)):.2f}", "lw": 1.2})
-        ax.text(-0.2, -0.45, "read #", ha="right", va="center", fontsize=9, color="0.2")
+        ax.text(-0.2, -0.45, "read #", ha="right", va="center", fontsize=8, color="0.2")
         ax.set_xlim(0, size)
         ax.set_ylim(-0.9, 3.2)
         ax.set_yticks([])
-        ax.set_xticks([k + 0.5 for k in range(size)], [str(k) for k in range(size)], fontsize=9)
-        ax.set_xlabel("memory address (in elements)", fontsize=9)
+        ax.set_xticks([k + 0.5 for k in range(size)], [str(k) for k in range(size)], fontsize=7)
+        ax.set_xlabel("memory address (in elements)")
         state = "contiguous" if t.is_contiguous() else "not contiguous"
-        ax.set_title(f"memory: stride {t.stride()}, {state}", fontsize=10)
+        ax.set_title(f"memory block: stride {t.stride()}, {state}", fontsize=10)
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
     fig.suptitle(title)

@@ -19,11 +19,13 @@ from collections.abc import Sequence
 
 import torch
 
-from . import validate
-
-__all__ = ["MASK_CONVENTIONS", "padding_mask", "causal_mask", "convert_mask"]
-
 MASK_CONVENTIONS = ("allowed", "blocked", "additive")
+
+
+def _count(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return value
 
 
 def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = None) -> torch.Tensor:
@@ -34,9 +36,18 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     **True = a real token** (the "allowed" convention). To use it as a key mask for scores of
     shape ``(b, t_q, t_k)`` write ``mask[:, None, :]``; for ``(b, h, t_q, t_k)``, ``mask[:, None, None, :]``.
     """
-    lengths = validate.lengths_list(lengths)  # a clear error for anything but whole numbers >= 0
+    if isinstance(lengths, torch.Tensor):
+        if lengths.dim() != 1 or torch.is_floating_point(lengths) or lengths.dtype == torch.bool:
+            raise ValueError(
+                f"lengths must be a 1-D integer tensor or a list of ints, got a tensor of shape "
+                f"{tuple(lengths.shape)} and dtype {lengths.dtype}."
+            )
+        lengths = lengths.tolist()
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
+        raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
+    lengths = [_count(n, "every length", 0) for n in lengths]
     longest = max(lengths)
-    max_len = longest if max_len is None else validate.positive_int(max_len, "max_len")
+    max_len = longest if max_len is None else _count(max_len, "max_len", 1)
     if longest > max_len:
         raise ValueError(
             f"a sequence has {longest} tokens but max_len={max_len}; pad to at least the longest "
@@ -55,8 +66,8 @@ def causal_mask(t_q: int, t_k: int | None = None) -> torch.Tensor:
     the bottom right: query ``i`` may attend keys ``0 … t_k - t_q + i``. (``scaled_dot_product_attention``'s
     ``is_causal=True`` aligns it at the top left instead.)
     """
-    t_q = validate.positive_int(t_q, "t_q")
-    t_k = t_q if t_k is None else validate.positive_int(t_k, "t_k")
+    t_q = _count(t_q, "t_q", 1)
+    t_k = t_q if t_k is None else _count(t_k, "t_k", 1)
     if t_q > t_k:
         raise ValueError(
             f"t_q={t_q} queries but only t_k={t_k} keys: with the queries at the end of the "

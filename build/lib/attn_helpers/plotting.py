@@ -8,8 +8,6 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 import torch
 
-__all__ = ["plot_attention", "plot_heads"]
-
 
 def _as_matrix(weights: torch.Tensor) -> torch.Tensor:
     if not isinstance(weights, torch.Tensor):
@@ -34,7 +32,7 @@ def plot_attention(
     annotate: bool | None = None,
     cmap: str = "viridis",
 ) -> plt.Axes:
-    """Heatmap of a ``(t_q, t_k)`` weight matrix: queries (``tokens``) down, keys across (chapter 1).
+    """Heatmap of a ``(t_q, t_k)`` weight matrix: queries (``tokens``) down, keys across.
 
     ``key_tokens`` labels the columns when keys differ from queries. Weights are written
     in the cells to two decimals when ``annotate`` is true (default: when t_k ≤ 12).
@@ -54,7 +52,7 @@ def plot_attention(
         _, ax = plt.subplots(figsize=(size + 1.0, max(3.0, 0.5 * w.shape[0] + 1.2)))
     sns.heatmap(
         w.numpy(), ax=ax, cmap=cmap, vmin=0.0 if w.min() >= 0 else None,
-        annot=annotate, fmt=".2f", annot_kws={"fontsize": 9}, square=True,
+        annot=annotate, fmt=".2f", annot_kws={"fontsize": 8}, square=True,
         xticklabels=list(key_tokens), yticklabels=list(tokens), cbar_kws={"shrink": 0.8},
     )
     ax.set_xlabel("key (attended to)")
@@ -66,55 +64,22 @@ def plot_attention(
 
 
 def plot_heads(
-    weights: torch.Tensor,
-    tokens: Sequence[str],
-    title: str = "Attention per head",
-    ncols: int = 2,
-    titles: Sequence[str] | None = None,
-    annotate: bool = False,
-    cmap: str = "viridis",
+    weights: torch.Tensor, tokens: Sequence[str], title: str = "Attention per head", ncols: int = 4
 ) -> plt.Figure:
-    """Grid of heatmaps, one per head, for weights of shape ``(h, t, t)`` (chapter 5). Returns the Figure.
-
-    All panels share one colour scale, from 0 to the largest weight of any head, with one colour
-    bar, so that equal colours mean equal weights in every panel. ``titles`` names the panels
-    (default ``"head 0"``, ``"head 1"``, …). At most ``ncols`` panels per row (default 2, so that
-    the figure fits a book column); weights are written in the cells when ``annotate`` is true.
-    """
+    """Grid of heatmaps, one per head, for weights of shape ``(h, t, t)`` (chapter 5). Returns the Figure."""
     if not isinstance(weights, torch.Tensor) or weights.dim() != 3:
         raise ValueError(f"plot_heads takes weights of shape (h, t, t); got {getattr(weights, 'shape', weights)}.")
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be a positive integer, got {ncols!r}.")
-    w = weights.detach().cpu().float()
-    h = w.shape[0]
-    if len(tokens) != w.shape[1] or w.shape[1] != w.shape[2]:
-        raise ValueError(
-            f"{len(tokens)} token labels for weights of shape {tuple(w.shape)}; plot_heads draws "
-            f"self-attention, (h, t, t), with one label per token."
-        )
-    titles = [f"head {i}" for i in range(h)] if titles is None else list(titles)
-    if len(titles) != h:
-        raise ValueError(f"{len(titles)} titles for {h} heads; give one title per head.")
+    h = weights.shape[0]
     ncols = min(ncols, h)
     nrows = -(-h // ncols)
-    panel = min(3.3, 6.4 / ncols)  # inches per panel: the whole figure stays within 7.4 in
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols + 1.0, panel * nrows + 0.6),
-                             squeeze=False, layout="constrained")
-    vmax = float(w.max()) if float(w.max()) > 0 else 1.0
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.4 * nrows), squeeze=False)
     for i, ax in enumerate(axes.flat):
-        if i >= h:
+        if i < h:
+            plot_attention(weights[i], tokens, title=f"head {i}", ax=ax, annotate=False)
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+        else:
             ax.axis("off")
-            continue
-        sns.heatmap(
-            w[i].numpy(), ax=ax, cmap=cmap, vmin=0.0, vmax=vmax, cbar=False, square=True,
-            annot=annotate, fmt=".2f", annot_kws={"fontsize": 9},
-            xticklabels=list(tokens), yticklabels=list(tokens),
-        )
-        ax.set_title(titles[i], fontsize=11)
-        ax.tick_params(axis="x", labelrotation=90, labelsize=9)
-        ax.tick_params(axis="y", labelrotation=0, labelsize=9)
-    fig.colorbar(axes.flat[0].collections[0], ax=axes, shrink=0.8, label="attention weight")
-    fig.supxlabel("key (attended to)", fontsize=10)
-    fig.supylabel("query (attending)", fontsize=10)
-    fig.suptitle(title, fontsize=12)
+    fig.suptitle(title)
+    fig.tight_layout()
     return fig

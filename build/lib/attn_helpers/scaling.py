@@ -13,24 +13,22 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
-from . import validate
 from .attention import softmax
 from .validate import as_float_tensor
-
-__all__ = [
-    "dot_product_variance",
-    "softmax_jacobian",
-    "entropy",
-    "saturation_curves",
-    "plot_curves",
-    "plot_temperature",
-]
 
 
 def _check_dims(dims: Sequence[int]) -> list[int]:
     if isinstance(dims, (int, str)) or len(dims) == 0:
         raise ValueError(f"dims must be a non-empty list of dimensions such as [2, 4, 8], got {dims!r}.")
-    return [validate.positive_int(d, "every dimension in dims") for d in dims]
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ValueError(f"every dimension in dims must be a positive int, got {d!r} in {list(dims)}.")
+    return list(dims)
+
+
+def _check_count(value: int, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int of at least {minimum}, got {value!r}.")
 
 
 def dot_product_variance(dims: Sequence[int], n_samples: int = 4000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,7 +39,7 @@ def dot_product_variance(dims: Sequence[int], n_samples: int = 4000, seed: int =
     each of shape ``(len(dims),)``; theory says ``raw ≈ d`` and ``scaled ≈ 1``.
     """
     dims = _check_dims(dims)
-    validate.positive_int(n_samples, "n_samples", 2)
+    _check_count(n_samples, "n_samples", 2)
     gen = torch.Generator().manual_seed(seed)
     raw, scaled = [], []
     for d in dims:
@@ -97,8 +95,8 @@ def saturation_curves(
     ``max_grad_scaled``, ``entropy_raw`` and ``entropy_scaled``, each of shape ``(len(dims),)``.
     """
     dims = _check_dims(dims)
-    validate.positive_int(t, "t", 2)
-    validate.positive_int(n_trials, "n_trials")
+    _check_count(t, "t", 2)
+    _check_count(n_trials, "n_trials", 1)
     gen = torch.Generator().manual_seed(seed)
     out: dict[str, list[torch.Tensor]] = {k: [] for k in ("max_grad_raw", "max_grad_scaled", "entropy_raw", "entropy_scaled")}
     for d in dims:

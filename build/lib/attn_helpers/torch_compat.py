@@ -15,21 +15,16 @@ from torch import nn
 
 from .modules import MultiHeadAttention
 
-__all__ = ["copy_to_torch_mha", "copy_from_torch_mha", "to_torch_mha", "from_torch_mha"]
 
-
-def _check_book(book: object) -> None:
+def _check_pair(book: object, mha: object) -> None:
     if not isinstance(book, MultiHeadAttention):
         raise TypeError(
             f"expected the book's attn_helpers.MultiHeadAttention, got {type(book).__name__}. "
             f"A single head is MultiHeadAttention(d_model, num_heads=1)."
         )
-
-
-def _check_torch(mha: object) -> None:
     if not isinstance(mha, nn.MultiheadAttention):
         raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(mha).__name__}.")
-    if not mha.kdim == mha.vdim == mha.embed_dim:
+    if not mha._qkv_same_embed_dim:
         raise ValueError(
             f"this nn.MultiheadAttention has kdim={mha.kdim}, vdim={mha.vdim} different from "
             f"embed_dim={mha.embed_dim}, so it keeps separate q/k/v projections of other sizes; the "
@@ -40,13 +35,6 @@ def _check_torch(mha: object) -> None:
             "this nn.MultiheadAttention was built with add_bias_kv=True or add_zero_attn=True, which "
             "append extra keys the book's module does not have. Build it without them."
         )
-    if mha.embed_dim % mha.num_heads:
-        raise ValueError(f"embed_dim={mha.embed_dim} is not divisible by num_heads={mha.num_heads}.")
-
-
-def _check_pair(book: object, mha: object) -> None:
-    _check_book(book)
-    _check_torch(mha)
     if mha.embed_dim != book.d_model:
         raise ValueError(
             f"sizes differ: nn.MultiheadAttention has embed_dim={mha.embed_dim} but the book's module "
@@ -101,13 +89,17 @@ def to_torch_mha(book: MultiHeadAttention) -> nn.MultiheadAttention:
     Then ``mha(x, x, x, average_attn_weights=False)`` returns the same ``(out, weights)`` as
     ``book(x)`` for ``x`` of shape ``(b, t, d_model)``.
     """
-    _check_book(book)
+    if not isinstance(book, MultiHeadAttention):
+        _check_pair(book, None)
     mha = nn.MultiheadAttention(book.d_model, book.num_heads, bias=book.W_q.bias is not None, batch_first=True)
     return copy_to_torch_mha(book, mha.to(book.W_q.weight.dtype))
 
 
 def from_torch_mha(mha: nn.MultiheadAttention) -> MultiHeadAttention:
     """A new book ``MultiHeadAttention`` with the weights of ``mha`` (whatever its ``batch_first``)."""
-    _check_torch(mha)
+    if not isinstance(mha, nn.MultiheadAttention):
+        raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(mha).__name__}.")
+    if mha.embed_dim % mha.num_heads:
+        raise ValueError(f"embed_dim={mha.embed_dim} is not divisible by num_heads={mha.num_heads}.")
     book = MultiHeadAttention(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None)
     return copy_from_torch_mha(mha, book.to(mha.out_proj.weight.dtype))

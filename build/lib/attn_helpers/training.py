@@ -9,8 +9,6 @@ to find the right neighbour from the position part and to copy the identity part
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,23 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from . import validate
-
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
-
-__all__ = [
-    "IGNORE",
-    "LETTERS",
-    "TrainResult",
-    "one_thread",
-    "copy_task_batch",
-    "token_labels",
-    "copy_task_loss",
-    "copy_task_accuracy",
-    "train_copy_task",
-    "plot_losses",
-]
 
 IGNORE = -100  # target of positions with no neighbour at the offset; cross_entropy skips them
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -49,21 +32,10 @@ class TrainResult:
     accuracy: float = 0.0
 
 
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block on one CPU thread (chapter 4): a fixed summation order, so training gives the same
-    numbers on every run and machine with the same PyTorch. Restores the thread count afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
-    validate.positive_int(seq_len, "seq_len", 2)
-    validate.positive_int(vocab_size, "vocab_size", 2)
+    for name, value in (("seq_len", seq_len), ("vocab_size", vocab_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise ValueError(f"{name} must be an integer of at least 2, got {value!r}.")
     if vocab_size > len(LETTERS):
         raise ValueError(f"vocab_size={vocab_size} is larger than the {len(LETTERS)} letters used as token names.")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset == 0 or abs(offset) >= seq_len:
@@ -84,7 +56,8 @@ def copy_task_batch(
     or ``IGNORE`` where ``i + offset`` falls outside the sequence.
     """
     _check_task(seq_len, vocab_size, offset)
-    validate.positive_int(batch_size, "batch_size")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     tokens = torch.randint(0, vocab_size, (batch_size, seq_len), generator=generator)
     positions = torch.eye(seq_len).expand(batch_size, seq_len, seq_len)
     x = torch.cat([F.one_hot(tokens, vocab_size).float(), positions], dim=-1)  # (b, t, V + t)
@@ -149,11 +122,14 @@ def train_copy_task(
     """
     _check_model(model, seq_len, vocab_size)
     _check_task(seq_len, vocab_size, offset)
-    validate.positive_int(steps, "steps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}.")
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()
-    with one_thread():  # a fixed summation order: identical losses across machines and runs
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a fixed summation order: identical losses across machines and runs
+    try:
         bar = tqdm(range(steps), desc="training", file=sys.stdout, disable=not progress, ncols=80, mininterval=0.5)
         for _ in bar:
             x, _, targets = copy_task_batch(batch_size, seq_len, vocab_size, offset, gen)
@@ -165,6 +141,8 @@ def train_copy_task(
             result.losses.append(loss.item())
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         result.accuracy = copy_task_accuracy(model, offset=offset, seq_len=seq_len, vocab_size=vocab_size)
+    finally:
+        torch.set_num_threads(threads)
     return result
 
 

@@ -2,39 +2,13 @@
 
 Each chapter has a module here (``checks.ch01`` …) whose functions build the expected answer
 and the tensors that the usual mistakes would produce, then call :func:`check_tensor`.
-Exercises done "by hand" also run the learner's function under :class:`Watch`, which records
-the PyTorch operators and the book's functions it calls, so a check can spot a forbidden
-shortcut; :func:`watch_forward` and :func:`made_by_watched_module` do the same for tensors a
-learner computes in a cell from a module the exercise says not to call.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import numbers
-import sys
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-import numpy as np
 import torch
-from torch import nn
-from torch.overrides import TorchFunctionMode
-
-from .._torch_private import dispatch_mode_base, tensors_in
-
-__all__ = [
-    "CheckFailed",
-    "check_tensor",
-    "as_number",
-    "check_value",
-    "Op",
-    "Watch",
-    "watch_forward",
-    "made_by_watched_module",
-]
 
 
 class CheckFailed(AssertionError):
@@ -82,191 +56,14 @@ def check_tensor(
     print(f"✓ {name}: correct")
 
 
-def as_number(answer: object, name: str) -> float:
-    """``answer`` as a float if it is one real number: a Python or NumPy int or float, a 0-d or
-    one-element array or tensor. Bools, strings, complex numbers and longer arrays raise :class:`CheckFailed`."""
-    if isinstance(answer, (torch.Tensor, np.ndarray)):
-        size = answer.numel() if isinstance(answer, torch.Tensor) else answer.size
-        if size != 1:
-            raise CheckFailed(
-                f"{name} should be a single number, got a {type(answer).__name__} of shape "
-                f"{tuple(answer.shape)}. Hint: index the one value you mean, or use .item()."
-            )
-        answer = answer.item()
-    if isinstance(answer, (bool, np.bool_)):
-        raise CheckFailed(f"{name} should be a number, got the bool {answer}: store the number itself.")
-    if not isinstance(answer, numbers.Real):
-        raise CheckFailed(f"{name} should be a number (an int or a float), got {type(answer).__name__}.")
-    value = float(answer)
-    if not math.isfinite(value):
-        raise CheckFailed(f"{name} is {value}, not a finite number. Hint: look for a division by zero or an overflow.")
-    return value
-
-
 def check_value(answer: object, expected: float, name: str, mistakes: Mapping[str, float] | None = None,
-                atol: float = 1e-4, rtol: float = 1e-4) -> None:
-    """:func:`check_tensor` for a single number (see :func:`as_number` for what counts as one).
-
-    The answer is right when ``|answer - expected| <= atol + rtol * |expected|``; pass ``rtol=0``
-    for counts that must be exact.
-    """
-    value = as_number(answer, name)
-
-    def close(a: float, b: float) -> bool:
-        return abs(a - b) <= atol + rtol * abs(b)
-
-    for hint, wrong in (mistakes or {}).items():
-        if close(value, wrong) and not close(wrong, expected):
-            raise CheckFailed(f"{name} is not right yet. Hint: {hint}")
-    if not close(value, expected):
-        raise CheckFailed(
-            f"{name} = {value:.6g} is not right. Hint: recompute it step by step and compare with the chapter's cells."
-        )
-    print(f"✓ {name}: correct")
-
-
-# ------------------------------------------------------------------ spotting shortcuts
-
-
-@dataclass
-class Op:
-    """One PyTorch operator run under :class:`Watch`: its ATen name and the shapes it took and gave."""
-
-    name: str  # e.g. "_softmax", "mm", "bmm"
-    inputs: list[tuple[int, ...]]  # shapes of its tensor arguments
-    outputs: list[tuple[int, ...]]  # shapes of the floating-point tensors it returned
-
-
-class _OpRecorder(dispatch_mode_base()):
-    """Records every ATen operator that runs, below autograd (so ``x.softmax`` shows up as ``_softmax``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[Op] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        inputs = [tuple(x.shape) for x in tensors_in((args, kwargs)) if isinstance(x, torch.Tensor)]
-        outputs = [tuple(x.shape) for x in tensors_in(out)
-                   if isinstance(x, torch.Tensor) and torch.is_floating_point(x)]
-        self.ops.append(Op(func.overloadpacket.__name__, inputs, outputs))
-        return out
-
-
-class _FunctionRecorder(TorchFunctionMode):
-    """Records the name of every torch function and Tensor method called (``scaled_dot_product_attention``, …)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        self.names.append(getattr(func, "__name__", str(func)))
-        return func(*args, **(kwargs or {}))
-
-
-class Watch:
-    """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran.
-
-    ``w.ops`` lists every PyTorch operator (:class:`Op`), ``w.functions`` the names of the torch
-    functions and Tensor methods called, and ``w.called`` the ``__qualname__`` of each of
-    ``functions`` (Python functions such as ``ah.attention``) that ran, however the learner reached it.
-    """
-
-    def __init__(self, functions: Iterable[Callable] = ()) -> None:
-        self.called: set[str] = set()
-        self._codes = {_code_of(f): f.__qualname__ for f in functions}
-        self._ops, self._functions = _OpRecorder(), _FunctionRecorder()
-        self._previous: object = None
-
-    @property
-    def ops(self) -> list[Op]:
-        return self._ops.ops
-
-    @property
-    def functions(self) -> list[str]:
-        return self._functions.names
-
-    def _profile(self, frame, event, arg):  # noqa: ANN001
-        if event == "call" and frame.f_code in self._codes:
-            self.called.add(self._codes[frame.f_code])
-        if self._previous is not None:
-            self._previous(frame, event, arg)
-
-    def __enter__(self) -> Watch:
-        self._previous = sys.getprofile()
-        sys.setprofile(self._profile)
-        self._functions.__enter__()
-        self._ops.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self._ops.__exit__(*exc)
-            self._functions.__exit__(*exc)
-        finally:
-            sys.setprofile(self._previous)
-
-    def used(self, *fragments: str) -> bool:
-        """True if a torch function or operator whose name contains one of ``fragments`` ran."""
-        names = self.functions + [op.name for op in self.ops]
-        return any(f in name for name in names for f in fragments)
-
-    def used_softmax(self) -> bool:
-        """True if PyTorch's softmax, log_softmax or softmin ran, by any route."""
-        return self.used("softmax", "softmin")
-
-    def used_fused_attention(self) -> bool:
-        """True if ``F.scaled_dot_product_attention`` or ``F.multi_head_attention_forward`` ran."""
-        return self.used("scaled_dot_product", "multi_head_attention")
-
-
-def _code_of(fn: Callable) -> object:
-    return getattr(fn, "__wrapped__", fn).__code__
-
-
-_WATCHED_OUTPUTS: deque[torch.Tensor] = deque(maxlen=64)  # kept alive, so their memory cannot be reused
-
-
-@functools.cache
-def _recording_class(cls: type[nn.Module]) -> type[nn.Module]:
-    def forward(self: nn.Module, *args: object, **kwargs: object) -> object:
-        out = cls.forward(self, *args, **kwargs)
-        _WATCHED_OUTPUTS.extend(x for x in tensors_in(out) if isinstance(x, torch.Tensor))
-        return out
-
-    return type(cls.__name__, (cls,), {"forward": forward, "__doc__": cls.__doc__, "__module__": cls.__module__,
-                                       "__qualname__": cls.__qualname__})
-
-
-def watch_forward(module: nn.Module) -> nn.Module:
-    """Make ``module`` remember every tensor its ``forward`` returns (through ``module(x)`` or
-    ``module.forward(x)``); it still computes and prints exactly as before. Returns ``module``."""
-    module.__class__ = _recording_class(type(module))
-    return module
-
-
-def made_by_watched_module(answer: object) -> bool:
-    """True if ``answer`` is, or was computed from, an output of a module passed to :func:`watch_forward`.
-
-    Catches the output itself and any view of it (``out[0]``, ``.detach()``), through shared
-    memory, and anything computed from it with gradients on (``.clone()``, ``out * 1``) through the
-    autograd graph. A copy made under ``torch.no_grad()`` is not caught.
-    """
-    if not isinstance(answer, torch.Tensor) or not _WATCHED_OUTPUTS:
-        return False
-    pointer = answer.untyped_storage().data_ptr()
-    if pointer and any(out.untyped_storage().data_ptr() == pointer for out in _WATCHED_OUTPUTS):
-        return True
-    targets = {out.grad_fn for out in _WATCHED_OUTPUTS if out.grad_fn is not None}
-    todo, seen = [answer.grad_fn], set()
-    while todo and len(seen) < 100_000:
-        node = todo.pop()
-        if node is None or node in seen:
-            continue
-        if node in targets:
-            return True
-        seen.add(node)
-        todo.extend(next_node for next_node, _ in node.next_functions)
-    return False
+                atol: float = 1e-4) -> None:
+    """:func:`check_tensor` for a single number (a Python float or a one-element tensor)."""
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = float(answer)
+    if not isinstance(answer, (int, float)):
+        raise CheckFailed(f"{name} should be a number, got {type(answer).__name__}.")
+    check_tensor(
+        torch.tensor(float(answer)), torch.tensor(float(expected)), name,
+        {h: torch.tensor(float(v)) for h, v in (mistakes or {}).items()}, atol,
+    )

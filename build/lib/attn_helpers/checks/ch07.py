@@ -6,8 +6,6 @@ import torch
 
 from . import CheckFailed, check_tensor, check_value
 
-__all__ = ["PREDICT_SCORES", "minus_1e9_row", "combined_mask", "decoding_mask", "weights_gib"]
-
 # Exercise ex-ch07-predict: one query's scores, every key blocked with -1e9.
 PREDICT_SCORES = torch.tensor([2.0, 1.0, 0.5, -1.0])
 
@@ -24,7 +22,7 @@ def minus_1e9_row(answer: object) -> None:
         "all zeros is what the book's attention gives for a row blocked with -inf (or a bool mask); "
         "-1e9 is finite, so the softmax still spreads the weight over the blocked keys.": torch.zeros(4),
         "adding the same number to every score leaves a softmax unchanged in exact arithmetic, but "
-        "these scores are float32: look at what 2.0 - 1e9 becomes (torch.tensor(2.0) - 1e9).":
+        "in float32 numbers near 1e9 are 64 apart, so 2.0 - 1e9 rounds to -1e9 like all the others.":
             torch.softmax(PREDICT_SCORES, dim=0),
         "these are the masked scores; the exercise asks for the weights after the softmax.":
             PREDICT_SCORES - 1e9,
@@ -70,9 +68,8 @@ def decoding_mask(answer: object) -> None:
     """Exercise ex-ch07-decode: bool (3, 7); the 3 queries are the last 3 of 7 positions."""
     expected = torch.ones(T_Q, T_K, dtype=torch.bool).tril(diagonal=T_K - T_Q)
     _bool_mask(answer, expected, "decode_mask", {
-        "the triangle starts at the top left, as is_causal=True does, but these queries are the last "
-        "three positions, not the first three: which keys may the first of them attend? tril takes a "
-        "diagonal argument.":
+        "the triangle starts at the top left, as is_causal=True does: but these queries are positions "
+        "4, 5, 6, so query 0 may attend keys 0…4. Shift the diagonal by t_k - t_q.":
             torch.ones(T_Q, T_K, dtype=torch.bool).tril(),
         "True must mean 'may attend'; this mask is inverted.": ~expected,
         "the triangle is the wrong way round: each query looks back, so use tril, not triu.":
