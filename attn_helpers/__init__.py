@@ -1,6 +1,6 @@
 """attn_helpers: the code the chapters of *Self-attention from scratch* share, cut by idea.
-One module per idea a chapter introduces (its math, its figures, its input checks), reached as ``ah.<module>``;
-shared by all: ``plotting`` (the heatmap style), ``tables``, ``validate`` and ``checks``.
+One module per idea a chapter introduces holds its math, its figures and its input checks (``ah.scaling``, ``ah.cost``);
+a few modules serve every chapter: ``plotting`` (the heatmap style), ``tables``, ``validate`` and ``checks``.
 
 The top level holds only the core a reader calls (listed in ``__all__``); everything else lives in its
 module, e.g. ``ah.scaling.entropy`` or ``ah.cost.measure_time``. Modules are imported on first use

@@ -1,4 +1,8 @@
-"""Download the official GloVe 6B archive for readers who are online and want 100-300 dimensions (chapter 3)."""
+"""Download the official GloVe 6B archive for readers who are online and want 100-300 dimensions (chapter 3).
+
+Part of the GloVe idea, kept beside ``glove.py`` rather than in it: no chapter runs it (the book ships
+its vectors), it is the one module that touches the network, and ``glove.py`` is long enough already.
+"""
 
 from __future__ import annotations
 

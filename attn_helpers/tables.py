@@ -2,6 +2,7 @@
 
 Jupyter shows a DataFrame's index under an empty header cell, which screen readers announce as a
 column without a name. :func:`table` names that column instead (chapters 2, 3, 5 and 7).
+:func:`weights_table` shows a ``(t_q, t_k)`` weight matrix that way, tokens on both axes (chapter 3).
 """
 
 from __future__ import annotations
