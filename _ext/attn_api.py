@@ -1,10 +1,11 @@
-"""Sphinx extension for the book's API page: one section per ``attn_helpers`` module, found at build time.
+"""Sphinx extension for the book's API page: exactly the public surface of ``attn_helpers``, found at build time.
 
 ``api.md`` holds the marker line ``% attn-helpers-api``. When Sphinx reads that page, the marker is
-replaced by a section with an ``automodule`` (with members) for every public module of the package,
-so a module that a new chapter adds appears on the page without anyone editing it. The docstrings
-are the single source of the reference text. References to names the package re-exports, such as
-``attn_helpers.GloVe``, resolve to the module that defines them.
+replaced by a table of the top-level names (``attn_helpers.__all__``, each with the chapter that
+introduces it), then a section with an ``automodule`` for every public module of the package; autodoc
+lists a module's ``__all__``, so internals stay off the page, and a module that a new chapter adds
+appears without anyone editing the page. The docstrings are the single source of the reference text.
+References to the top-level names, such as ``attn_helpers.GloVe``, resolve to the module that defines them.
 
 Docstrings name exercises by their labels, as instructors and the grader do ("Exercise ex-ch03-cat");
 on the page each label becomes a numbered link, "Exercise 3.1", as the chapters print it.
@@ -13,6 +14,7 @@ on the page each label becomes a numbered link, "Exercise 3.1", as the chapters 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
 
@@ -20,6 +22,7 @@ from sphinx.application import Sphinx
 
 PACKAGE = "attn_helpers"
 MARKER = re.compile(r"^% attn-helpers-api\b.*$", re.MULTILINE)  # the whole comment line
+CHAPTER = re.compile(r"\((chapters? [^)]*?)\)")  # "(chapter 3)", "(chapter 1; mask in chapter 7)"
 # An exercise label such as ex-ch03-cat, with the word "Exercise" before it if there is one (numref prints
 # its own "Exercise"); not inside ``code`` or another role's target.
 EXERCISE_LABEL = re.compile(r"(?:\b[Ee]xercises? )?(?<![\w`<-])(ex-ch\d\d-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w`>-])")
@@ -34,6 +37,25 @@ def public_modules(package: str = PACKAGE) -> list[str]:
         if not any(part.startswith("_") for part in info.name.split("."))
     ]
     return sorted(names)
+
+
+def top_level_section(package: str = PACKAGE) -> str:
+    """MyST Markdown for the names ``import attn_helpers as ah`` gives: name, chapter, first docstring line."""
+    root = importlib.import_module(package)
+    rows = []
+    for name in root.__all__:
+        obj = getattr(root, name)
+        summary = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+        found = CHAPTER.search(summary)
+        if found is None:
+            raise ValueError(f"{package}.{name}'s docstring names no chapter: add '(chapter N)' to its first paragraph.")
+        summary = CHAPTER.sub("", summary).replace(" .", ".").replace("|", "\\|").strip()
+        chapter = found.group(1).replace("chapters ", "").replace("chapter ", "")
+        rows.append(f"| {{py:obj}}`ah.{name} <{obj.__module__}.{obj.__qualname__}>` | {chapter} | {summary} |")
+    return (
+        "## Top level: `import attn_helpers as ah`\n\n| Name | Chapter | What it does |\n|---|---|---|\n"
+        + "\n".join(rows) + "\n"
+    )
 
 
 def module_section(name: str) -> str:
@@ -51,7 +73,7 @@ def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
         path = getattr(importlib.import_module(name), "__file__", None)
         if path:
             app.env.note_dependency(path)
-    sections = "\n".join(module_section(n) for n in names)
+    sections = top_level_section() + "\n" + "\n".join(module_section(n) for n in names)
     source[0] = MARKER.sub(lambda _: sections, source[0], count=1)
 
 

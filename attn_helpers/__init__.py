@@ -1,39 +1,55 @@
-"""attn_helpers: the code the chapters of *Self-attention from scratch* share.
+"""attn_helpers: the code the chapters of *Self-attention from scratch* share, cut by idea.
+One module per idea a chapter introduces holds its math, its figures and its input checks (``ah.scaling``, ``ah.cost``);
+a few modules serve every chapter: ``plotting`` (the heatmap style), ``tables``, ``validate`` and ``checks``.
 
-One module per idea: ``attention`` (softmax, scaled dot-product attention), ``glove``
-(word vectors with torchtext's interface), ``download``, ``plotting`` and ``checks``
-(self-checks for the exercises); later chapters add their own modules below.
+The top level holds only the core a reader calls (listed in ``__all__``); everything else lives in its
+module, e.g. ``ah.scaling.entropy`` or ``ah.cost.measure_time``. Modules are imported on first use
+(PEP 562), so ``import attn_helpers`` costs little more than ``import torch``: matplotlib, seaborn,
+pandas, ipywidgets and the exercise checks load only when a figure, table, widget or check needs them.
 """
 
-from . import checks
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .attention import attention, softmax
-from .download import download_glove
-from .glove import GloVe, GloVeDataError, OutOfVocabularyError, cosine_similarity, tokenize
-from .plotting import plot_attention, plot_heads
+from .glove import GloVe, cosine_similarity, tokenize
+from .masks import causal_mask, padding_mask
+from .modules import MultiHeadAttention, SelfAttentionHead
 from .tables import table
 
-# chapters 2-3 exports
-from .explore import (
-    ODYSSEY, ORDER, SentenceAttention, attend_sentence, draw_sentence, sentence_explorer, temperature_slider,
-    temperature_weights, weights_table,
+if TYPE_CHECKING:
+    from .plotting import plot_attention, plot_heads
+
+__all__ = [
+    "attention", "softmax",  # chapters 1-2
+    "GloVe", "tokenize", "cosine_similarity",  # chapter 3
+    "SelfAttentionHead", "MultiHeadAttention",  # chapters 4-5
+    "causal_mask", "padding_mask",  # chapter 7
+    "plot_attention", "plot_heads", "table",  # figures and tables, chapter 1 on
+]
+
+# public modules, imported on first attribute access
+_MODULES = (
+    "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "glove", "heads_task",
+    "inference", "layout", "masks", "merge", "modules", "null_attention", "plotting", "position", "scaling",
+    "tables", "tasks", "torch_compat", "training", "validate",
 )
-from .scaling import dot_product_variance, entropy, plot_curves, plot_temperature, saturation_curves, softmax_jacobian
+_LAZY = {"plot_attention": "plotting", "plot_heads": "plotting"}  # top-level names from heavy modules
 
-# chapters 4-5 exports
-from .modules import MultiHeadAttention, SelfAttentionHead
 
-# chapters 6-7 exports
-from .cost import (
-    TensorMemoryTracker, loglog_slope, loop_attention, measure_memory, measure_time, peak_tensor_memory, plot_loglog,
-    time_call,
-)
-from .cost import count_flops, measure_flops, plot_flops  # chapter 7: counted FLOPs
-from .masks import MASK_CONVENTIONS, causal_mask, convert_mask, padding_mask
-from .torch_compat import copy_from_torch_mha, copy_to_torch_mha, from_torch_mha, to_torch_mha
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the top level holds {', '.join(__all__)}, "
+                             f"the rest is in its module (dir(attn_helpers) lists them).")
+    globals()[name] = value
+    return value
 
-# chapter 8 exports (also: attn_helpers.blocks, attn_helpers.circuits, attn_helpers.depth)
-from .position import is_permutation_equivariant, rope, sinusoidal_encoding
-# chapter 9 exports
-from .inference import GroupedQueryAttention, KVCache, TinyDecoder, decode_flops, decode_times, grouped_query_attention
-from .merge import finish_partial, merge_partials, partial_attention
-from .null_attention import RetrievalAttention, plot_null_weights, retrieval_errors, retrieval_task, softmax_plus_one, train_retrieval
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, *_MODULES])

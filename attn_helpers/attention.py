@@ -8,6 +8,8 @@ import torch
 
 from . import validate
 
+__all__ = ["softmax", "attention"]
+
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Numerically stable softmax of ``x`` along ``dim`` (chapter 2).

@@ -14,6 +14,8 @@ from torch import nn
 from .modules import MultiHeadAttention
 from .torch_compat import copy_to_torch_mha
 
+__all__ = ["TransformerBlock", "copy_to_torch_encoder_layer"]
+
 
 class TransformerBlock(nn.Module):
     """A pre-LayerNorm block: attention and an MLP, each with a residual connection (chapter 8).

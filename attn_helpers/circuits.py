@@ -20,6 +20,15 @@ from torch import nn
 from .masks import causal_mask
 from .modules import MultiHeadAttention
 
+__all__ = [
+    "induction_batch",
+    "AttentionOnly",
+    "InductionResult",
+    "induction_accuracy",
+    "train_induction",
+    "qk_circuit",
+]
+
 
 def _int_at_least(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:

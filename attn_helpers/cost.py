@@ -28,6 +28,20 @@ from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention
 from .validate import as_float_tensor
 
+__all__ = [
+    "loop_attention",
+    "time_call",
+    "TensorMemoryTracker",
+    "peak_tensor_memory",
+    "measure_time",
+    "measure_memory",
+    "count_flops",
+    "measure_flops",
+    "plot_flops",
+    "loglog_slope",
+    "plot_loglog",
+]
+
 
 def loop_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None

@@ -19,6 +19,8 @@ from .validate import as_float_tensor
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
+__all__ = ["collapse_residual", "stack_attention", "plot_collapse"]
+
 
 def collapse_residual(X: torch.Tensor) -> float:
     """``‖X − 1 x̄ᵀ‖_F / ‖X‖_F`` for a ``(t, d)`` sequence, x̄ its mean row (chapter 8).

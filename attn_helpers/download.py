@@ -1,4 +1,8 @@
-"""Download the official GloVe 6B archive for readers who are online and want 100-300 dimensions (chapter 3)."""
+"""Download the official GloVe 6B archive for readers who are online and want 100-300 dimensions (chapter 3).
+
+Part of the GloVe idea, kept beside ``glove.py`` rather than in it: no chapter runs it (the book ships
+its vectors), it is the one module that touches the network, and ``glove.py`` is long enough already.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,22 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .glove import GloVeDataError, sha256_of
+from .glove import GloVeDataError, _sha256_of
+
+__all__ = ["GLOVE_6B_URL", "GLOVE_6B_SIZE", "download_glove"]
 
 GLOVE_6B_URL = "https://nlp.stanford.edu/data/glove.6B.zip"
 GLOVE_6B_SIZE = 862_182_613  # bytes, as served by Stanford
 
 
-def default_cache() -> Path:
+def _default_cache() -> Path:
     """``$ATTN_HELPERS_CACHE`` if set, else ``~/.cache/attn_helpers``."""
     return Path(os.environ.get("ATTN_HELPERS_CACHE", Path.home() / ".cache" / "attn_helpers"))
 
 
 def _check_archive(path: Path, sha256: str | None) -> str:
     """Verify ``path`` and return its SHA-256: against ``sha256`` if given, always the zip's own CRC-32s."""
-    digest = sha256_of(path)
+    digest = _sha256_of(path)
     if sha256 is not None and digest != sha256.lower():
         raise GloVeDataError(
             f"{path} has SHA-256 {digest}, expected {sha256}: the download is corrupt or not the "
@@ -52,7 +58,7 @@ def download_glove(
     ``<name>.sha256`` so that later calls notice a changed file. Shows a progress bar.
     Use the result as ``GloVe(dim=100, path=download_glove())``.
     """
-    folder = Path(cache_dir) if cache_dir is not None else default_cache()
+    folder = Path(cache_dir) if cache_dir is not None else _default_cache()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / url.rstrip("/").rsplit("/", 1)[-1]
     record = target.with_name(target.name + ".sha256")

@@ -19,39 +19,26 @@ from .attention import attention, softmax
 from .glove import GloVe, OutOfVocabularyError, tokenize
 from .plotting import plot_attention
 from .scaling import entropy, plot_temperature
-from .tables import Table, table
 from .validate import as_float_tensor
 
 if TYPE_CHECKING:
     import ipywidgets
 
+__all__ = [
+    "ODYSSEY_SENTENCE",
+    "ORDER_SENTENCE",
+    "temperature_weights",
+    "temperature_slider",
+    "SentenceAttention",
+    "attend_sentence",
+    "draw_sentence",
+    "sentence_explorer",
+]
+
 #: Chapter 3's sentence from book I of the *Odyssey*, where "ship" is a vessel.
-ODYSSEY = "I must go back to my ship and to my crew"
+ODYSSEY_SENTENCE = "I must go back to my ship and to my crew"
 #: Chapter 3's sentence where "ship" is a verb.
-ORDER = "We process and ship your order"
-
-
-def weights_table(
-    weights: torch.Tensor, tokens: Sequence[str], key_tokens: Sequence[str] | None = None, decimals: int = 2
-) -> Table:
-    """A ``(t_q, t_k)`` weight (or similarity) matrix as a table rounded to ``decimals`` (chapter 3).
-
-    Rows are labelled with ``tokens`` (queries, in a first column headed "query"), columns with
-    ``key_tokens`` (default: the same). The DataFrame itself is the result's ``.frame``.
-    """
-    import pandas as pd
-
-    w = as_float_tensor(weights, "weights", min_dim=2)
-    if w.dim() != 2:
-        raise ValueError(f"weights_table shows one (t_q, t_k) matrix; got shape {tuple(w.shape)}. Pick one, e.g. W[0].")
-    key_tokens = tokens if key_tokens is None else key_tokens
-    if len(tokens) != w.shape[0] or len(key_tokens) != w.shape[1]:
-        raise ValueError(
-            f"{len(tokens)} row labels and {len(key_tokens)} column labels for a matrix of shape "
-            f"{tuple(w.shape)}; give one label per row and per column."
-        )
-    frame = pd.DataFrame(w.detach().cpu().double().numpy(), index=list(tokens), columns=list(key_tokens))
-    return table(frame.round(decimals), "query")
+ORDER_SENTENCE = "We process and ship your order"
 
 
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -158,7 +145,7 @@ def draw_sentence(result: SentenceAttention, ax: plt.Axes | None = None) -> plt.
     return plot_attention(result.weights, result.tokens, ax=ax, title=f"Self-attention in “{result.sentence}”")
 
 
-def sentence_explorer(glove: GloVe, sentence: str = ODYSSEY) -> ipywidgets.VBox:
+def sentence_explorer(glove: GloVe, sentence: str = ODYSSEY_SENTENCE) -> ipywidgets.VBox:
     """A text box whose sentence is drawn as a self-attention heatmap when you press Enter (chapter 3).
 
     Words outside the vocabulary are listed with suggestions instead of raising.

@@ -25,6 +25,21 @@ import torch
 
 from . import validate
 
+__all__ = [
+    "SUBSET_VECTORS",
+    "SUBSET_VOCAB",
+    "CHECKSUMS",
+    "DIMS",
+    "GLOVE_PAGE",
+    "SOURCES",
+    "OutOfVocabularyError",
+    "GloVeDataError",
+    "data_dir",
+    "GloVe",
+    "tokenize",
+    "cosine_similarity",
+]
+
 SUBSET_VECTORS = "glove.6B.50d.subset.npy"
 SUBSET_VOCAB = "glove.6B.50d.subset.vocab.txt"
 CHECKSUMS = "SHA256SUMS"
@@ -65,7 +80,7 @@ def data_dir() -> Path:
         return Path(__file__).resolve().parent.parent / "data"
 
 
-def sha256_of(path: Path) -> str:
+def _sha256_of(path: Path) -> str:
     """Hex SHA-256 digest of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -74,7 +89,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_checksums(folder: Path, names: Iterable[str]) -> None:
+def _verify_checksums(folder: Path, names: Iterable[str]) -> None:
     """Check ``names`` in ``folder`` against ``folder/SHA256SUMS``; raise ``GloVeDataError`` on any mismatch."""
     sums_path = folder / CHECKSUMS
     fix = (
@@ -94,7 +109,7 @@ def verify_checksums(folder: Path, names: Iterable[str]) -> None:
             raise GloVeDataError(f"GloVe data file {path} is missing. {fix}")
         if name not in expected:
             raise GloVeDataError(f"{sums_path} has no checksum for {name}. {fix}")
-        actual = sha256_of(path)
+        actual = _sha256_of(path)
         if actual != expected[name]:
             raise GloVeDataError(
                 f"GloVe data file {path} is corrupt: its SHA-256 is {actual[:12]}…, "
@@ -102,7 +117,7 @@ def verify_checksums(folder: Path, names: Iterable[str]) -> None:
             )
 
 
-def read_glove_text(
+def _read_glove_text(
     source: str | Path | io.BufferedIOBase, dim: int | None = None, max_rows: int | None = None
 ) -> tuple[list[str], np.ndarray]:
     """Parse GloVe's text format (``word v1 … vd`` per line) into ``(words, vectors (n, d) float32)``.
@@ -140,7 +155,7 @@ def read_glove_text(
 
 
 def _read_spaced_words(path: Path, dim: int | None, max_rows: int | None) -> tuple[list[str], np.ndarray]:
-    """The slow path of :func:`read_glove_text`: split each line from the right, so a word may hold spaces."""
+    """The slow path of :func:`_read_glove_text`: split each line from the right, so a word may hold spaces."""
     with open(path, encoding="utf-8") as f:
         lines = list(itertools.islice(f, max_rows))
     dim = dim or min(len(line.split(" ")) for line in lines[:100]) - 1
@@ -155,7 +170,7 @@ def _read_spaced_words(path: Path, dim: int | None, max_rows: int | None) -> tup
 
 
 def _load_subset(folder: Path) -> tuple[list[str], np.ndarray]:
-    verify_checksums(folder, [SUBSET_VECTORS, SUBSET_VOCAB])
+    _verify_checksums(folder, [SUBSET_VECTORS, SUBSET_VOCAB])
     words = (folder / SUBSET_VOCAB).read_text(encoding="utf-8").split("\n")
     vectors = np.load(folder / SUBSET_VECTORS)
     if words and words[-1] == "":
@@ -215,7 +230,7 @@ def _write_atomically(target: Path, write: Callable[[io.BufferedWriter], object]
         partial.unlink(missing_ok=True)
 
 
-def load_text_cached(
+def _load_text_cached(
     source: Path, member: str | None, dim: int, cache: Path, max_vectors: int | None = None
 ) -> tuple[list[str], np.ndarray]:
     """GloVe text (a file, or ``member`` of a zip) as ``(words, vectors (n, dim))``, parsed once (chapter 3).
@@ -234,10 +249,10 @@ def load_text_cached(
                 raise GloVeDataError(f"{source} holds {vectors.shape[1]}-dimensional vectors, not {dim}.")
             return words[:max_vectors], vectors[:max_vectors]
     if member is None:
-        words, vectors = read_glove_text(source, dim, max_vectors)
+        words, vectors = _read_glove_text(source, dim, max_vectors)
     else:
         with zipfile.ZipFile(source) as archive, archive.open(member) as f:
-            words, vectors = read_glove_text(f, dim, max_vectors)
+            words, vectors = _read_glove_text(f, dim, max_vectors)
     if max_vectors is None or len(words) < max_vectors:  # the whole file was read: keep a copy
         try:
             cache.mkdir(parents=True, exist_ok=True)
@@ -271,7 +286,7 @@ def _not_shipped(name: str, dim: int) -> str:
     if name == "6B":
         return (
             f"Only the 50-dimensional vectors ship with the book. For dim={dim}, download "
-            f"glove.6B.zip (attn_helpers.download_glove()) and pass GloVe(dim={dim}, path=...)."
+            f"glove.6B.zip (attn_helpers.download.download_glove()) and pass GloVe(dim={dim}, path=...)."
         )
     return f"Only GloVe 6B (50 dimensions) ships with the book. {_where_from(name, dim)}"
 
@@ -295,7 +310,7 @@ class GloVe:
 
     A text file is parsed once (under a second for 400,000 × 50) and kept as a memory-mapped
     ``.npy`` beside it, or in ``cache``, so later loads take a fraction of a second (see
-    :func:`load_text_cached`). ``max_vectors`` keeps only the first (most frequent) words.
+    :func:`_load_text_cached`). ``max_vectors`` keeps only the first (most frequent) words.
 
     Attributes as in torchtext: ``itos`` (list of words), ``stoi`` (word -> row),
     ``vectors`` ``(n, dim)`` float32, ``dim``. One difference: an unknown word raises
@@ -321,7 +336,7 @@ class GloVe:
         else:
             source, member = _find_source(Path(path if path is not None else cache), name, dim)
             folder = Path(cache) if cache is not None else source.parent
-            words, vectors = load_text_cached(source, member, dim, folder, max_vectors)
+            words, vectors = _load_text_cached(source, member, dim, folder, max_vectors)
         self.name, self.dim = name, dim
         self.itos: list[str] = words
         self.stoi: dict[str, int] = {w: i for i, w in enumerate(words)}
@@ -397,14 +412,14 @@ class GloVe:
 
 
 def tokenize(sentence: str) -> list[str]:
-    """Lower-case ``sentence`` and split it into words and punctuation marks, as GloVe 6B was tokenised."""
+    """Lower-case ``sentence`` and split it into words and punctuation marks, as GloVe 6B was (chapter 3)."""
     if not isinstance(sentence, str):
         raise TypeError(f"tokenize takes a string, got {type(sentence).__name__}.")
     return re.findall(r"[\w]+(?:'[\w]+)?|[^\w\s]", sentence.lower())
 
 
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-    """Cosine similarity between the rows of ``a`` ``(n, d)`` and of ``b`` ``(m, d)`` (default ``a``): ``(n, m)``.
+    """Cosine similarity between the rows of ``a`` ``(n, d)`` and of ``b`` ``(m, d)`` (default ``a``): ``(n, m)`` (chapter 3).
 
     One-dimensional inputs are treated as single rows.
     """

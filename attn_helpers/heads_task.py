@@ -19,6 +19,17 @@ from torch import nn
 from .modules import MultiHeadAttention
 from .training import IGNORE, TrainResult, copy_task_batch
 
+__all__ = [
+    "LOOKBACK",
+    "ANSWERS",
+    "two_back_batch",
+    "TwoBackModel",
+    "two_back_loss",
+    "TwoBackAccuracy",
+    "two_back_accuracy",
+    "train_two_back",
+]
+
 LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
 ANSWERS = ("previous token", "token two back")
 
@@ -116,7 +127,7 @@ def train_two_back(
 ) -> TrainResult:
     """Train ``model`` on the two-back task with Adam (chapter 5); ``accuracy`` is "both right".
 
-    As ``attn_helpers.train_copy_task``: batches from a generator seeded with ``seed``, one CPU
+    As ``attn_helpers.training.train_copy_task``: batches from a generator seeded with ``seed``, one CPU
     thread, so the same seed gives the same numbers run to run. Held-out accuracy comes from
     :func:`two_back_accuracy` on sequences the model never trained on.
     """

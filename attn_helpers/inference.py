@@ -23,6 +23,16 @@ from .cost import _check_sizes, time_call
 from .masks import causal_mask
 from .validate import as_float_tensor, positive_int
 
+__all__ = [
+    "KVCache",
+    "grouped_query_attention",
+    "GroupedQueryAttention",
+    "TinyDecoder",
+    "flops_by_operator",
+    "decode_flops",
+    "decode_times",
+]
+
 
 @dataclass(frozen=True)
 class KVCache:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import torch
 
+__all__ = ["MAX_CELLS", "layout", "storage_size", "reading_order", "plot_memory_layout"]
+
 MAX_CELLS = 48  # beyond this the memory strip is unreadable
 
 

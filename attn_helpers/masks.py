@@ -21,6 +21,8 @@ import torch
 
 from . import validate
 
+__all__ = ["MASK_CONVENTIONS", "padding_mask", "causal_mask", "convert_mask"]
+
 MASK_CONVENTIONS = ("allowed", "blocked", "additive")
 
 

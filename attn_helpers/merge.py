@@ -17,6 +17,8 @@ import torch
 from . import validate
 from .attention import _masked
 
+__all__ = ["partial_attention", "merge_partials", "finish_partial"]
+
 
 def partial_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, scale: float | None = None

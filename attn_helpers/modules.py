@@ -14,6 +14,8 @@ from torch import nn
 from . import validate
 from .attention import attention
 
+__all__ = ["SelfAttentionHead", "MultiHeadAttention"]
+
 
 class SelfAttentionHead(nn.Module):
     """One attention head with learned projections (chapter 4).

@@ -19,6 +19,17 @@ from torch import nn
 
 from .plotting import plot_attention
 
+__all__ = [
+    "NORMALISERS",
+    "softmax_plus_one",
+    "RetrievalTask",
+    "retrieval_task",
+    "RetrievalAttention",
+    "train_retrieval",
+    "retrieval_errors",
+    "plot_null_weights",
+]
+
 NORMALISERS = ("softmax", "null_key", "softmax_plus_one")
 
 

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 import torch
 
+__all__ = ["plot_attention", "plot_heads"]
+
 
 def _as_matrix(weights: torch.Tensor) -> torch.Tensor:
     if not isinstance(weights, torch.Tensor):
@@ -32,7 +34,7 @@ def plot_attention(
     annotate: bool | None = None,
     cmap: str = "viridis",
 ) -> plt.Axes:
-    """Heatmap of a ``(t_q, t_k)`` weight matrix: queries (``tokens``) down, keys across.
+    """Heatmap of a ``(t_q, t_k)`` weight matrix: queries (``tokens``) down, keys across (chapter 1).
 
     ``key_tokens`` labels the columns when keys differ from queries. Weights are written
     in the cells to two decimals when ``annotate`` is true (default: when t_k ≤ 12).

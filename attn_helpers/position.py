@@ -19,6 +19,8 @@ from .validate import as_float_tensor
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
+__all__ = ["frequencies", "sinusoidal_encoding", "rope", "is_permutation_equivariant", "plot_score_by_offset"]
+
 
 def _positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

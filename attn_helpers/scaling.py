@@ -17,6 +17,15 @@ from . import validate
 from .attention import softmax
 from .validate import as_float_tensor
 
+__all__ = [
+    "dot_product_variance",
+    "softmax_jacobian",
+    "entropy",
+    "saturation_curves",
+    "plot_curves",
+    "plot_temperature",
+]
+
 
 def _check_dims(dims: Sequence[int]) -> list[int]:
     if isinstance(dims, (int, str)) or len(dims) == 0:

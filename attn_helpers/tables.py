@@ -2,14 +2,22 @@
 
 Jupyter shows a DataFrame's index under an empty header cell, which screen readers announce as a
 column without a name. :func:`table` names that column instead (chapters 2, 3, 5 and 7).
+:func:`weights_table` shows a ``(t_q, t_k)`` weight matrix that way, tokens on both axes (chapter 3).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import torch
+
+from .validate import as_float_tensor
 
 if TYPE_CHECKING:
     import pandas as pd
+
+__all__ = ["Table", "table", "weights_table"]
 
 
 class Table:
@@ -30,7 +38,7 @@ class Table:
 
 
 def table(frame: pd.DataFrame, index_label: str | None = None) -> Table:
-    """Wrap ``frame`` for display, its index shown as a first column headed ``index_label``.
+    """Wrap ``frame`` for display, its index shown as a first column headed ``index_label`` (chapter 2).
 
     ``index_label`` defaults to the index's own name; one of the two must be given.
     """
@@ -45,3 +53,26 @@ def table(frame: pd.DataFrame, index_label: str | None = None) -> Table:
     if label in frame.columns:
         raise ValueError(f"index_label {label!r} is already a column name; choose another.")
     return Table(frame, label)
+
+
+def weights_table(
+    weights: torch.Tensor, tokens: Sequence[str], key_tokens: Sequence[str] | None = None, decimals: int = 2
+) -> Table:
+    """A ``(t_q, t_k)`` weight (or similarity) matrix as a table rounded to ``decimals`` (chapter 3).
+
+    Rows are labelled with ``tokens`` (queries, in a first column headed "query"), columns with
+    ``key_tokens`` (default: the same). The DataFrame itself is the result's ``.frame``.
+    """
+    import pandas as pd
+
+    w = as_float_tensor(weights, "weights", min_dim=2)
+    if w.dim() != 2:
+        raise ValueError(f"weights_table shows one (t_q, t_k) matrix; got shape {tuple(w.shape)}. Pick one, e.g. W[0].")
+    key_tokens = tokens if key_tokens is None else key_tokens
+    if len(tokens) != w.shape[0] or len(key_tokens) != w.shape[1]:
+        raise ValueError(
+            f"{len(tokens)} row labels and {len(key_tokens)} column labels for a matrix of shape "
+            f"{tuple(w.shape)}; give one label per row and per column."
+        )
+    frame = pd.DataFrame(w.detach().cpu().double().numpy(), index=list(tokens), columns=list(key_tokens))
+    return table(frame.round(decimals), "query")

@@ -16,6 +16,16 @@ from torch import nn
 
 from .training import LETTERS, TrainResult, one_thread
 
+__all__ = [
+    "recall_features",
+    "encode_recall",
+    "recall_batch",
+    "recall_labels",
+    "recall_logits",
+    "recall_accuracy",
+    "train_recall",
+]
+
 
 def _positive_int(value: object, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

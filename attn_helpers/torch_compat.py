@@ -15,6 +15,8 @@ from torch import nn
 
 from .modules import MultiHeadAttention
 
+__all__ = ["copy_to_torch_mha", "copy_from_torch_mha", "to_torch_mha", "from_torch_mha"]
+
 
 def _check_book(book: object) -> None:
     if not isinstance(book, MultiHeadAttention):

@@ -24,6 +24,19 @@ from . import validate
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
+__all__ = [
+    "IGNORE",
+    "LETTERS",
+    "TrainResult",
+    "one_thread",
+    "copy_task_batch",
+    "token_labels",
+    "copy_task_loss",
+    "copy_task_accuracy",
+    "train_copy_task",
+    "plot_losses",
+]
+
 IGNORE = -100  # target of positions with no neighbour at the offset; cross_entropy skips them
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -14,6 +14,16 @@ from typing import Any
 
 import torch
 
+__all__ = [
+    "positive_int",
+    "as_float_tensor",
+    "broadcast_shape",
+    "attention_args",
+    "head_inputs",
+    "multi_head_inputs",
+    "lengths_list",
+]
+
 
 def positive_int(value: object, name: str, minimum: int = 1, *, none_ok: bool = False) -> Any:
     """``value`` as an ``int`` after checking it is a whole number ``>= minimum`` (chapters 1-7).
@@ -82,7 +92,7 @@ def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Te
     return x
 
 
-def same_dtype(tensors: dict[str, torch.Tensor]) -> None:
+def _same_dtype(tensors: dict[str, torch.Tensor]) -> None:
     """Check that the named tensors share one dtype; else a ``TypeError`` naming each dtype and the fix."""
     (first, reference), *rest = tensors.items()
     odd = [name for name, t in rest if t.dtype != reference.dtype]
@@ -106,12 +116,12 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(reversed(out))
 
 
-def broadcastable(*shapes: tuple[int, ...]) -> bool:
+def _broadcastable(*shapes: tuple[int, ...]) -> bool:
     """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
     return broadcast_shape(*shapes) is not None
 
 
-def scale_value(scale: object, d_k: int) -> float:
+def _scale_value(scale: object, d_k: int) -> float:
     """The attention scale as a float: ``1/sqrt(d_k)`` for ``None``, else a positive finite number.
 
     A 0-d tensor (such as ``dk ** -0.5`` with ``dk = torch.tensor(50)``) is taken as its value;
@@ -133,14 +143,14 @@ def scale_value(scale: object, d_k: int) -> float:
     return value
 
 
-def attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def _attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``.
 
     Finite float tensors of one dtype, matching ``d_k`` and ``t_k``, leading dimensions that broadcast.
     """
     for name, t in (("queries", q), ("keys", k), ("values", v)):
         as_float_tensor(t, name, min_dim=2)
-    same_dtype({"queries": q, "keys": k, "values": v})
+    _same_dtype({"queries": q, "keys": k, "values": v})
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"queries have d_k={q.shape[-1]} features but keys have {k.shape[-1]}: "
@@ -151,7 +161,7 @@ def attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
             f"keys describe {k.shape[-2]} tokens but values describe {v.shape[-2]}: "
             f"every key needs exactly one value (k {tuple(k.shape)}, v {tuple(v.shape)})."
         )
-    if not broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
+    if not _broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
         raise ValueError(
             f"the leading (batch) dimensions {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and "
             f"{tuple(v.shape[:-2])} of queries, keys and values do not broadcast together."
@@ -160,14 +170,14 @@ def attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
 
 def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object, scale: object) -> float:
     """All the checks of :func:`attn_helpers.attention` in one call; returns the scale as a float."""
-    attention_inputs(q, k, v)
+    _attention_inputs(q, k, v)
     if mask is not None:
         batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        attention_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
-    return scale_value(scale, q.shape[-1])
+        _attention_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
+    return _scale_value(scale, q.shape[-1])
 
 
-def attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
+def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """Check a mask for scores of shape ``(..., t_q, t_k)``: bool (True = may attend) or additive float.
 
     It must broadcast to the scores (it may add leading batch dimensions); a float mask may hold
@@ -175,7 +185,7 @@ def attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    if not broadcastable(mask.shape, scores_shape):
+    if not _broadcastable(mask.shape, scores_shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
@@ -192,7 +202,7 @@ def attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
         raise ValueError("an additive float mask may hold finite numbers and -inf, not NaN or +inf.")
 
 
-def module_input(x: object, name: str, d_model: int, dtype: torch.dtype, *, min_dim: int = 1) -> None:
+def _module_input(x: object, name: str, d_model: int, dtype: torch.dtype, *, min_dim: int = 1) -> None:
     """Input ``x`` ``(..., d_model)`` of a module whose weights have ``dtype`` (chapters 4-5)."""
     as_float_tensor(x, name, min_dim=min_dim)
     if x.shape[-1] != d_model:
@@ -209,7 +219,7 @@ def module_input(x: object, name: str, d_model: int, dtype: torch.dtype, *, min_
         )
 
 
-def module_mask(mask: object, weights_shape: tuple[int, ...]) -> None:
+def _module_mask(mask: object, weights_shape: tuple[int, ...]) -> None:
     """A module's mask must broadcast to its weights ``weights_shape`` without making them bigger (adding a batch)."""
     if mask is None:
         return
@@ -229,9 +239,9 @@ def module_mask(mask: object, weights_shape: tuple[int, ...]) -> None:
 
 def head_inputs(head: Any, x: object, mask: object) -> None:
     """The checks of ``SelfAttentionHead.forward``: ``x`` ``(..., t, d_model)``, mask for ``(..., t, t)``."""
-    module_input(x, "x", head.d_model, head.W_q.weight.dtype, min_dim=2)
+    _module_input(x, "x", head.d_model, head.W_q.weight.dtype, min_dim=2)
     t = x.shape[-2]
-    module_mask(mask, (*x.shape[:-2], t, t))
+    _module_mask(mask, (*x.shape[:-2], t, t))
 
 
 def multi_head_inputs(mha: Any, query: object, key: object, value: object, mask: object) -> None:
@@ -243,7 +253,7 @@ def multi_head_inputs(mha: Any, query: object, key: object, value: object, mask:
                 f"{name} must have shape (t, d_model) or (b, t, d_model), got {tuple(x.shape)}. "
                 f"Add a batch dimension with x.unsqueeze(0), or flatten extra leading dimensions."
             )
-        module_input(x, name, mha.d_model, mha.W_q.weight.dtype)
+        _module_input(x, name, mha.d_model, mha.W_q.weight.dtype)
     if not query.dim() == key.dim() == value.dim():
         raise ValueError(
             f"query, key and value must all be batched (3-D) or all unbatched (2-D); got shapes "
@@ -274,7 +284,7 @@ def multi_head_inputs(mha: Any, query: object, key: object, value: object, mask:
             f"have shape (b, h, t_q, t_k). Write mask[:, None] for one mask per sequence "
             f"(b, 1, t_q, t_k) or mask[None] for one per head (1, h, t_q, t_k)."
         )
-    module_mask(mask, (b_q, mha.num_heads, query.shape[-2], key.shape[-2]))
+    _module_mask(mask, (b_q, mha.num_heads, query.shape[-2], key.shape[-2]))
 
 
 def lengths_list(lengths: object) -> list[int]:

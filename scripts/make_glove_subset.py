@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attn_helpers.glove import CHECKSUMS, SUBSET_VECTORS, SUBSET_VOCAB, _load_path, sha256_of  # noqa: E402
+from attn_helpers.glove import CHECKSUMS, SUBSET_VECTORS, SUBSET_VOCAB, _load_path, _sha256_of  # noqa: E402
 
 PROVENANCE = """# GloVe data shipped with the book
 
@@ -76,7 +76,7 @@ def main() -> None:
 
     np.save(args.out / SUBSET_VECTORS, np.ascontiguousarray(vectors[rows]))
     (args.out / SUBSET_VOCAB).write_text("".join(words[i] + "\n" for i in rows), encoding="utf-8")
-    sums = "".join(f"{sha256_of(args.out / n)}  {n}\n" for n in (SUBSET_VECTORS, SUBSET_VOCAB))
+    sums = "".join(f"{_sha256_of(args.out / n)}  {n}\n" for n in (SUBSET_VECTORS, SUBSET_VOCAB))
     (args.out / CHECKSUMS).write_text(sums)
     (args.out / "PROVENANCE.md").write_text(PROVENANCE.format(
         source=source, top=args.top, extra=extra, total=len(rows), vectors=SUBSET_VECTORS,

@@ -22,7 +22,7 @@ def test_block_matches_torch_encoder_layer():
     causal = ah.causal_mask(5)
     with torch.no_grad():
         assert (block(x) - layer(x)).abs().max() < 1e-10
-        blocked = ah.convert_mask(causal, "allowed", "blocked")
+        blocked = ah.masks.convert_mask(causal, "allowed", "blocked")
         assert (block(x, mask=causal) - layer(x, src_mask=blocked)).abs().max() < 1e-10
         assert block(x[0]).shape == (5, 12)                 # one unbatched sequence
 

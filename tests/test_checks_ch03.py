@@ -41,7 +41,7 @@ def test_cat_street_rejects_wrong_shape(glove):
 # ex-ch03-predict: every vector doubled
 
 def test_doubled_ship_accepts_reference(glove, capsys):
-    check.doubled_ship_row(weights(2 * glove.embed(ah.ODYSSEY))[6])
+    check.doubled_ship_row(weights(2 * glove.embed(ah.explore.ODYSSEY_SENTENCE))[6])
     assert "✓ w_ship: correct" in capsys.readouterr().out
 
 
@@ -53,7 +53,7 @@ def test_doubled_ship_accepts_reference(glove, capsys):
 ])
 def test_doubled_ship_rejects_mistakes(glove, mistake, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.doubled_ship_row(mistake(glove.embed(ah.ODYSSEY)))
+        check.doubled_ship_row(mistake(glove.embed(ah.explore.ODYSSEY_SENTENCE)))
 
 
 # ex-ch03-context: contextual_vector(sentence, word)

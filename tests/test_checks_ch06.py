@@ -71,7 +71,7 @@ def test_loaded_mha_reference_equals_the_books_module():
     with torch.no_grad():
         for lin, W in zip((book.W_q, book.W_k, book.W_v, book.W_o), (W_q, W_k, W_v, W_o), strict=True):
             lin.weight.copy_(W)
-    check.loaded_mha(ah.to_torch_mha(book))
+    check.loaded_mha(ah.torch_compat.to_torch_mha(book))
 
 
 @pytest.mark.parametrize("make, hint", [

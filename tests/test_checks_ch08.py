@@ -15,7 +15,7 @@ from attn_helpers.checks import ch08 as check
 
 def _shuffle_parts():
     X, perm = check.exercise_sequence(), check.exercise_permutation()
-    return X, perm, ah.sinusoidal_encoding(6, 8)
+    return X, perm, ah.position.sinusoidal_encoding(6, 8)
 
 
 def _attend(Z, **kwargs):
@@ -91,14 +91,14 @@ def _slow(x, positions):
     (_slow, r"10000\^\(−2i/d\)"),
     (lambda x, positions: x, "x is unchanged"),
     (lambda x, positions: _reference_rope(x, torch.arange(x.shape[-2])), "ignored the positions"),
-    (lambda x, positions: ah.rope(x, positions), "do not call ah.rope"),
-    (lambda x, positions: position.rope(x, positions), "do not call ah.rope"),
+    (lambda x, positions: ah.position.rope(x, positions), "do not call ah.position.rope"),
+    (lambda x, positions: position.rope(x, positions), "do not call ah.position.rope"),
 ])
 def test_rope_function_rejects_mistakes_and_the_shortcut(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.rope_function(wrong)
-    assert ah.rope is position.rope                          # the shortcut guard restores both names
-    assert ah.rope(torch.ones(1, 2)).shape == (1, 2)
+    assert ah.position.rope is position.rope                          # the shortcut guard restores both names
+    assert ah.position.rope(torch.ones(1, 2)).shape == (1, 2)
 
 
 # ---------------------------------------------------------------- ex-ch08-circuit
@@ -177,7 +177,7 @@ def test_qk_circuit_function_needs_the_model():
 def pieces():
     from attn_helpers import depth
 
-    X = ah.GloVe().embed(ah.ODYSSEY)
+    X = ah.GloVe().embed(ah.explore.ODYSSEY_SENTENCE)
     return {
         "residual": depth.stack_attention(X, 12, residual=True),
         "layer_norm": depth.stack_attention(X, 12, layer_norm=True),

@@ -19,7 +19,7 @@ def test_cache_bytes_accepts_reference(capsys):
 
 def test_cache_bytes_accepts_the_measured_cache(capsys):
     torch.manual_seed(0)
-    model = ah.TinyDecoder(50, check.H * check.D_K, check.H, check.G, check.N_LAYERS).to(check.DTYPE)
+    model = ah.inference.TinyDecoder(50, check.H * check.D_K, check.H, check.G, check.N_LAYERS).to(check.DTYPE)
     with torch.no_grad():
         _, caches = model(torch.zeros(1, check.T, dtype=torch.long))
     check.cache_bytes(sum(c.nbytes for c in caches))
@@ -104,7 +104,7 @@ def test_gqa_accepts_reference(capsys):
 
 
 def test_gqa_accepts_the_helper(capsys):
-    check.gqa_function(lambda q, k, v: ah.grouped_query_attention(q, k, v)[0])
+    check.gqa_function(lambda q, k, v: ah.inference.grouped_query_attention(q, k, v)[0])
     assert "correct" in capsys.readouterr().out
 
 

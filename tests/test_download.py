@@ -47,12 +47,12 @@ def test_download_verifies_caches_and_loads(server, tmp_path, capsys):
     base, site, handler = server
     _, digest = make_zip(site)
     cache = tmp_path / "cache"
-    path = ah.download_glove(f"{base}/glove.6B.zip", sha256=digest, cache_dir=cache)
+    path = ah.download.download_glove(f"{base}/glove.6B.zip", sha256=digest, cache_dir=cache)
     assert path == cache / "glove.6B.zip" and path.read_bytes() == (site / "glove.6B.zip").read_bytes()
     assert "glove.6B.zip" in capsys.readouterr().err  # the progress bar
     assert (cache / "glove.6B.zip.sha256").read_text().strip() == digest
     assert handler.requests == 1
-    again = ah.download_glove(f"{base}/glove.6B.zip", cache_dir=cache)  # from the cache, verified
+    again = ah.download.download_glove(f"{base}/glove.6B.zip", cache_dir=cache)  # from the cache, verified
     assert again == path and handler.requests == 1
     assert len(ah.GloVe(path=path)) == 300
 
@@ -62,7 +62,7 @@ def test_wrong_checksum_is_rejected_and_nothing_is_kept(server, tmp_path):
     make_zip(site)
     cache = tmp_path / "cache"
     with pytest.raises(GloVeDataError, match="expected 0000"):
-        ah.download_glove(f"{base}/glove.6B.zip", sha256="0" * 64, cache_dir=cache, progress=False)
+        ah.download.download_glove(f"{base}/glove.6B.zip", sha256="0" * 64, cache_dir=cache, progress=False)
     assert list(cache.iterdir()) == []
 
 
@@ -70,21 +70,21 @@ def test_changed_cache_file_is_noticed(server, tmp_path):
     base, site, _ = server
     make_zip(site)
     cache = tmp_path / "cache"
-    path = ah.download_glove(f"{base}/glove.6B.zip", cache_dir=cache, progress=False)
+    path = ah.download.download_glove(f"{base}/glove.6B.zip", cache_dir=cache, progress=False)
     path.write_bytes(path.read_bytes()[:-10] + b"0123456789")
     with pytest.raises(GloVeDataError, match="SHA-256"):
-        ah.download_glove(f"{base}/glove.6B.zip", cache_dir=cache, progress=False)
+        ah.download.download_glove(f"{base}/glove.6B.zip", cache_dir=cache, progress=False)
 
 
 def test_a_non_zip_is_rejected(server, tmp_path):
     base, site, _ = server
     (site / "glove.6B.zip").write_text("<html>not found</html>")
     with pytest.raises(GloVeDataError, match="not a zip archive"):
-        ah.download_glove(f"{base}/glove.6B.zip", cache_dir=tmp_path / "c", progress=False)
+        ah.download.download_glove(f"{base}/glove.6B.zip", cache_dir=tmp_path / "c", progress=False)
 
 
 def test_unreachable_server_explains_the_offline_default(server, tmp_path):
     base, _, _ = server
     with pytest.raises(ConnectionError, match="50-dimensional vectors ship in data/"):
-        ah.download_glove(f"{base}/missing.zip", cache_dir=tmp_path / "c", progress=False)
+        ah.download.download_glove(f"{base}/missing.zip", cache_dir=tmp_path / "c", progress=False)
     assert not (tmp_path / "c" / "missing.zip.part").exists()

@@ -72,22 +72,22 @@ def close_figures():
 
 # chapter 3's numbers, against the published tables
 
-@pytest.mark.parametrize("sentence, published", [(ah.ODYSSEY, ODYSSEY_WEIGHTS), (ah.ORDER, ORDER_WEIGHTS)])
+@pytest.mark.parametrize("sentence, published", [(ah.explore.ODYSSEY_SENTENCE, ODYSSEY_WEIGHTS), (ah.explore.ORDER_SENTENCE, ORDER_WEIGHTS)])
 def test_attention_tables_match_the_published_ones(glove, sentence, published):
-    result = ah.attend_sentence(sentence, glove)
+    result = ah.explore.attend_sentence(sentence, glove)
     assert result.ok
-    assert ah.weights_table(result.weights, result.tokens).frame.to_numpy().tolist() == parse(published)
+    assert ah.tables.weights_table(result.weights, result.tokens).frame.to_numpy().tolist() == parse(published)
 
 
-@pytest.mark.parametrize("sentence, published", [(ah.ODYSSEY, ODYSSEY_COSINES), (ah.ORDER, ORDER_COSINES)])
+@pytest.mark.parametrize("sentence, published", [(ah.explore.ODYSSEY_SENTENCE, ODYSSEY_COSINES), (ah.explore.ORDER_SENTENCE, ORDER_COSINES)])
 def test_cosine_tables_match_the_published_ones(glove, sentence, published):
     C = ah.cosine_similarity(glove.embed(sentence))
-    assert ah.weights_table(C, ah.tokenize(sentence)).frame.to_numpy().tolist() == parse(published)
+    assert ah.tables.weights_table(C, ah.tokenize(sentence)).frame.to_numpy().tolist() == parse(published)
 
 
 def test_ship_rows_to_four_decimals(glove):
-    odyssey = ah.attend_sentence(ah.ODYSSEY, glove).weights[6]
-    order = ah.attend_sentence(ah.ORDER, glove).weights[3]
+    odyssey = ah.explore.attend_sentence(ah.explore.ODYSSEY_SENTENCE, glove).weights[6]
+    order = ah.explore.attend_sentence(ah.explore.ORDER_SENTENCE, glove).weights[3]
     assert odyssey.round(decimals=4).tolist() == pytest.approx(
         [0.0303, 0.0302, 0.0276, 0.0407, 0.0459, 0.0343, 0.5530, 0.0297, 0.0459, 0.0343, 0.1281], abs=1e-6)
     assert order.round(decimals=4).tolist() == pytest.approx([0.0431, 0.0258, 0.0419, 0.7811, 0.0490, 0.0590], abs=1e-6)
@@ -96,7 +96,7 @@ def test_ship_rows_to_four_decimals(glove):
 # weights_table
 
 def test_weights_table_labels_and_rounds():
-    shown = ah.weights_table(torch.tensor([[0.123, 0.877], [0.5, 0.5]]), ["a", "b"], ["x", "y"], decimals=1)
+    shown = ah.tables.weights_table(torch.tensor([[0.123, 0.877], [0.5, 0.5]]), ["a", "b"], ["x", "y"], decimals=1)
     table = shown.frame
     assert isinstance(table, pd.DataFrame)
     assert list(table.index) == ["a", "b"] and list(table.columns) == ["x", "y"]
@@ -108,31 +108,31 @@ def test_weights_table_labels_and_rounds():
 
 def test_weights_table_rejects_bad_input():
     with pytest.raises(ValueError, match="one \\(t_q, t_k\\) matrix"):
-        ah.weights_table(torch.ones(2, 2, 2), ["a", "b"])
+        ah.tables.weights_table(torch.ones(2, 2, 2), ["a", "b"])
     with pytest.raises(ValueError, match="3 row labels"):
-        ah.weights_table(torch.ones(2, 2), ["a", "b", "c"])
+        ah.tables.weights_table(torch.ones(2, 2), ["a", "b", "c"])
 
 
 # temperature_weights (chapter 2's slider)
 
 def test_temperature_one_is_the_softmax_and_extremes_sharpen_or_flatten():
     s = torch.tensor([2.0, 1.0, 0.5, -1.0])
-    assert torch.allclose(ah.temperature_weights(s, 1.0), torch.softmax(s, dim=-1))
-    assert float(ah.temperature_weights(s, 0.01)[0]) > 0.999
-    assert torch.allclose(ah.temperature_weights(s, 1000.0), torch.full((4,), 0.25), atol=1e-3)
-    assert torch.allclose(ah.temperature_weights(s, math.sqrt(8)), torch.softmax(s / math.sqrt(8), dim=-1))
+    assert torch.allclose(ah.explore.temperature_weights(s, 1.0), torch.softmax(s, dim=-1))
+    assert float(ah.explore.temperature_weights(s, 0.01)[0]) > 0.999
+    assert torch.allclose(ah.explore.temperature_weights(s, 1000.0), torch.full((4,), 0.25), atol=1e-3)
+    assert torch.allclose(ah.explore.temperature_weights(s, math.sqrt(8)), torch.softmax(s / math.sqrt(8), dim=-1))
 
 
 @pytest.mark.parametrize("temperature", [0, -1.0, math.inf, math.nan, True, "2"])
 def test_temperature_must_be_positive_and_finite(temperature):
     with pytest.raises(ValueError, match="temperature must be a positive finite number"):
-        ah.temperature_weights(torch.tensor([1.0, 2.0]), temperature)
+        ah.explore.temperature_weights(torch.tensor([1.0, 2.0]), temperature)
 
 
 # attend_sentence and draw_sentence (chapter 3's explorer)
 
 def test_attend_sentence_reports_every_unknown_word_with_suggestions(glove):
-    result = ah.attend_sentence("Telemachus sailled home to Ithacca", glove)
+    result = ah.explore.attend_sentence("Telemachus sailled home to Ithacca", glove)
     assert not result.ok and result.weights is None
     assert len(result.problems) == 3
     assert "'telemachus' is not in the GloVe vocabulary" in result.message
@@ -142,18 +142,18 @@ def test_attend_sentence_reports_every_unknown_word_with_suggestions(glove):
 
 
 def test_attend_sentence_reports_a_repeated_unknown_word_once(glove):
-    result = ah.attend_sentence("zzxqv and zzxqv", glove)
+    result = ah.explore.attend_sentence("zzxqv and zzxqv", glove)
     assert len(result.problems) == 1
 
 
 def test_attend_sentence_handles_empty_and_long_input(glove):
-    assert "Type a sentence" in ah.attend_sentence("   ", glove).message
-    long = ah.attend_sentence(" ".join(["the"] * 25), glove, max_tokens=20)
+    assert "Type a sentence" in ah.explore.attend_sentence("   ", glove).message
+    long = ah.explore.attend_sentence(" ".join(["the"] * 25), glove, max_tokens=20)
     assert not long.ok and "25 tokens" in long.message
 
 
 def test_attend_sentence_rows_sum_to_one(glove):
-    result = ah.attend_sentence("the cat walks on the street", glove)
+    result = ah.explore.attend_sentence("the cat walks on the street", glove)
     assert result.ok and result.message == ""
     assert result.tokens == ["the", "cat", "walks", "on", "the", "street"]
     assert result.weights.shape == (6, 6)
@@ -162,28 +162,28 @@ def test_attend_sentence_rows_sum_to_one(glove):
 
 def test_attend_sentence_rejects_wrong_types(glove):
     with pytest.raises(TypeError, match="sentence must be a string"):
-        ah.attend_sentence(["the", "cat"], glove)
+        ah.explore.attend_sentence(["the", "cat"], glove)
     with pytest.raises(TypeError, match="glove must be an attn_helpers.GloVe"):
-        ah.attend_sentence("the cat", {"the": torch.ones(50)})
+        ah.explore.attend_sentence("the cat", {"the": torch.ones(50)})
 
 
 def test_draw_sentence_draws_a_heatmap(glove):
-    ax = ah.draw_sentence(ah.attend_sentence("the cat sat", glove))
+    ax = ah.explore.draw_sentence(ah.explore.attend_sentence("the cat sat", glove))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]
     assert "the cat sat" in ax.get_title()
 
 
 def test_draw_sentence_refuses_a_failed_result(glove):
     with pytest.raises(ValueError, match="Nothing to draw.*zzxqv"):
-        ah.draw_sentence(ah.attend_sentence("the zzxqv", glove))
+        ah.explore.draw_sentence(ah.explore.attend_sentence("the zzxqv", glove))
     with pytest.raises(TypeError, match="result of attend_sentence"):
-        ah.draw_sentence(torch.ones(2, 2))
+        ah.explore.draw_sentence(torch.ones(2, 2))
 
 
 # the widgets, driven without a browser
 
 def test_temperature_slider_builds_and_redraws():
-    box = ah.temperature_slider(torch.tensor([2.0, 1.0, 0.0]), ["a", "b", "c"])
+    box = ah.explore.temperature_slider(torch.tensor([2.0, 1.0, 0.0]), ["a", "b", "c"])
     assert isinstance(box, ipywidgets.VBox)
     slider, out = box.children
     assert isinstance(slider, ipywidgets.FloatLogSlider) and isinstance(out, ipywidgets.Output)
@@ -195,13 +195,13 @@ def test_temperature_slider_builds_and_redraws():
 
 def test_temperature_slider_rejects_bad_input():
     with pytest.raises(ValueError, match="need scores of shape \\(t,\\) and t labels"):
-        ah.temperature_slider(torch.tensor([2.0, 1.0]), ["a"])
+        ah.explore.temperature_slider(torch.tensor([2.0, 1.0]), ["a"])
     with pytest.raises(ValueError, match="positive finite"):
-        ah.temperature_slider(torch.tensor([2.0, 1.0]), ["a", "b"], value=0.0)
+        ah.explore.temperature_slider(torch.tensor([2.0, 1.0]), ["a", "b"], value=0.0)
 
 
 def test_sentence_explorer_reports_unknown_words_instead_of_crashing(glove, capsys):
-    box = ah.sentence_explorer(glove, "the cat sat")
+    box = ah.explore.sentence_explorer(glove, "the cat sat")
     text, out = box.children
     assert isinstance(text, ipywidgets.Text) and isinstance(out, ipywidgets.Output)
     capsys.readouterr()
@@ -211,4 +211,4 @@ def test_sentence_explorer_reports_unknown_words_instead_of_crashing(glove, caps
 
 def test_sentence_explorer_validates_its_arguments(glove):
     with pytest.raises(TypeError, match="glove must be an attn_helpers.GloVe"):
-        ah.sentence_explorer("not glove")
+        ah.explore.sentence_explorer("not glove")

@@ -49,11 +49,11 @@ def test_odyssey_attention_matches_the_published_numbers(glove):
 
 
 def test_unknown_words_are_named_with_suggestions(glove):
-    with pytest.raises(ah.OutOfVocabularyError, match="'shipz' is not in the GloVe vocabulary.*Close words: .*ship"):
+    with pytest.raises(ah.glove.OutOfVocabularyError, match="'shipz' is not in the GloVe vocabulary.*Close words: .*ship"):
         glove["shipz"]
     with pytest.raises(KeyError, match="lower-case: try 'ship'"):
         glove["Ship"]
-    with pytest.raises(ah.OutOfVocabularyError, match="'qwxzvbn'.*No close word"):
+    with pytest.raises(ah.glove.OutOfVocabularyError, match="'qwxzvbn'.*No close word"):
         glove.embed("the qwxzvbn cat")
     with pytest.raises(TypeError, match="by string"):
         glove[3]
@@ -110,16 +110,16 @@ def test_corrupt_subset_is_reported(copied_data):
     data = bytearray(vectors.read_bytes())
     data[-1] ^= 0xFF
     vectors.write_bytes(bytes(data))
-    with pytest.raises(ah.GloVeDataError, match="is corrupt: its SHA-256.*git checkout -- data/"):
+    with pytest.raises(ah.glove.GloVeDataError, match="is corrupt: its SHA-256.*git checkout -- data/"):
         ah.GloVe()
 
 
 def test_missing_subset_is_reported(copied_data):
     (copied_data / "glove.6B.50d.subset.vocab.txt").unlink()
-    with pytest.raises(ah.GloVeDataError, match="is missing"):
+    with pytest.raises(ah.glove.GloVeDataError, match="is missing"):
         ah.GloVe()
     (copied_data / "SHA256SUMS").unlink()
-    with pytest.raises(ah.GloVeDataError, match="SHA256SUMS is missing"):
+    with pytest.raises(ah.glove.GloVeDataError, match="SHA256SUMS is missing"):
         ah.GloVe()
 
 
@@ -136,7 +136,7 @@ SAMPLE = (
 def test_text_loader_reads_tricky_tokens_exactly(tmp_path):
     path = tmp_path / "glove.6B.50d.txt"
     path.write_text(SAMPLE, encoding="utf-8")
-    words, vectors = glove_module.read_glove_text(path)
+    words, vectors = glove_module._read_glove_text(path)
     assert words == ["the", "null", "nan", '"', "n't", "#"]
     assert vectors.dtype == np.float32
     assert np.array_equal(vectors[1], np.array([1.0, -2.5, 0.03], dtype=np.float32))
@@ -152,14 +152,14 @@ def test_loading_by_path_and_from_zip(tmp_path):
     with zipfile.ZipFile(archive, "w") as z:
         z.write(text, "glove.6B.100d.txt")
     assert torch.equal(ah.GloVe(dim=100, path=archive).vectors, g.vectors)
-    with pytest.raises(ah.GloVeDataError, match="no member glove.6B.300d.txt"):
+    with pytest.raises(ah.glove.GloVeDataError, match="no member glove.6B.300d.txt"):
         ah.GloVe(dim=300, path=archive)
-    with pytest.raises(ah.GloVeDataError, match="holds 100-dimensional vectors, not 50"):
+    with pytest.raises(ah.glove.GloVeDataError, match="holds 100-dimensional vectors, not 50"):
         ah.GloVe(dim=50, path=text)
 
 
 def test_truncated_text_file_is_reported(tmp_path):
     path = tmp_path / "glove.6B.50d.txt"
     path.write_text("the 0.1 0.2 0.3\ncat 0.4 0.5\n")
-    with pytest.raises(ah.GloVeDataError, match="truncated|not a GloVe text file"):
-        glove_module.read_glove_text(path)
+    with pytest.raises(ah.glove.GloVeDataError, match="truncated|not a GloVe text file"):
+        glove_module._read_glove_text(path)

@@ -88,7 +88,7 @@ def test_second_load_uses_the_parsed_copy(tmp_path, monkeypatch):
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed the text again instead of using the cached copy")
 
-    monkeypatch.setattr(glove_module, "read_glove_text", no_parsing)
+    monkeypatch.setattr(glove_module, "_read_glove_text", no_parsing)
     second = ah.GloVe(path=text)
     assert second.itos == first.itos and torch.equal(second.vectors, first.vectors)
     assert isinstance(second.vectors, torch.Tensor) and second.vectors.dtype == torch.float32
@@ -149,7 +149,7 @@ def test_max_vectors_keeps_the_first_words(tmp_path):
 
 def test_cached_copy_keeps_the_dim_check(tmp_path):
     text = write_glove(tmp_path / "glove.6B.50d.txt", dim=100)  # misnamed: 100 numbers a line
-    with pytest.raises(ah.GloVeDataError, match="holds 100-dimensional vectors, not 50"):
+    with pytest.raises(ah.glove.GloVeDataError, match="holds 100-dimensional vectors, not 50"):
         ah.GloVe(path=text)
 
 

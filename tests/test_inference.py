@@ -93,7 +93,7 @@ def test_gqa_rejects_bad_shapes(q, k, v, mask, match):
 def test_gqa_module_with_all_heads_is_chapter_5s_module():
     torch.manual_seed(0)
     mha = ah.MultiHeadAttention(16, 4)
-    gqa = ah.GroupedQueryAttention(16, 4)
+    gqa = ah.inference.GroupedQueryAttention(16, 4)
     gqa.load_state_dict(mha.state_dict())
     x = randn(2, 6, 16)
     with torch.no_grad():
@@ -103,7 +103,7 @@ def test_gqa_module_with_all_heads_is_chapter_5s_module():
 
 
 def test_gqa_module_rejects_input_of_the_wrong_width():
-    layer = ah.GroupedQueryAttention(16, 4, 2)
+    layer = ah.inference.GroupedQueryAttention(16, 4, 2)
     with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
         layer(randn(2, 5, 8))
     with pytest.raises(ValueError, match=r"\(b, t, d_model=16\)"):
@@ -113,7 +113,7 @@ def test_gqa_module_rejects_input_of_the_wrong_width():
 @pytest.mark.parametrize("args, match", [((16, 4, 3), "must divide"), ((16, 3), "must divide"), ((16, 0), "positive")])
 def test_gqa_module_rejects_bad_sizes(args, match):
     with pytest.raises(ValueError, match=match):
-        ah.GroupedQueryAttention(*args)
+        ah.inference.GroupedQueryAttention(*args)
 
 
 # ---------------------------------------------------------------- TinyDecoder
@@ -122,7 +122,7 @@ def test_gqa_module_rejects_bad_sizes(args, match):
 @pytest.fixture
 def decoder():
     torch.manual_seed(0)
-    return ah.TinyDecoder(vocab=20, d_model=16, num_heads=4, num_kv_heads=2, n_layers=2)
+    return ah.inference.TinyDecoder(vocab=20, d_model=16, num_heads=4, num_kv_heads=2, n_layers=2)
 
 
 def test_cached_generation_equals_recomputation(decoder):
@@ -169,8 +169,8 @@ def test_flops_grow_linearly_with_a_cache_and_quadratically_without(decoder):
     for t in table.index:  # 2 FLOPs per multiply-add, q·k and w·v, every head and layer
         assert table.loc[t, "cached_attention"] == 2 * 2 * layers * h * d_k * t
         assert table.loc[t, "full_attention"] == 2 * 2 * layers * h * d_k * t * t
-    assert ah.loglog_slope(table.index, table["cached_attention"]) == pytest.approx(1.0)
-    assert ah.loglog_slope(table.index, table["full_attention"]) == pytest.approx(2.0)
+    assert ah.cost.loglog_slope(table.index, table["cached_attention"]) == pytest.approx(1.0)
+    assert ah.cost.loglog_slope(table.index, table["full_attention"]) == pytest.approx(2.0)
     with pytest.raises(ValueError, match=">= 2"):
         decode_flops(decoder, [1, 4])
 

@@ -14,7 +14,7 @@ from attn_helpers import position
 
 
 def test_sinusoidal_encoding_follows_the_formula():
-    pe = ah.sinusoidal_encoding(5, 6)
+    pe = ah.position.sinusoidal_encoding(5, 6)
     assert pe.shape == (5, 6) and pe.dtype == torch.get_default_dtype()
     for p in range(5):
         for i in range(3):
@@ -24,14 +24,14 @@ def test_sinusoidal_encoding_follows_the_formula():
 
 
 def test_sinusoidal_dot_products_depend_on_the_offset_only():
-    pe = ah.sinusoidal_encoding(60, 16).double()
+    pe = ah.position.sinusoidal_encoding(60, 16).double()
     dots = torch.stack([pe[m] @ pe[m + 7] for m in range(0, 50, 5)])
     assert torch.allclose(dots, dots[0].expand_as(dots), atol=1e-5)
 
 
 def test_rope_matches_an_explicit_rotation_and_keeps_lengths():
     x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
-    out = ah.rope(x, [0, 1, 5])
+    out = ah.position.rope(x, [0, 1, 5])
     assert torch.equal(out[0], x[0])                        # position 0: no rotation
     for p, row in zip([1, 5], [1, 2], strict=True):
         for i, theta in enumerate([1.0, 10000 ** -0.5]):
@@ -46,20 +46,20 @@ def test_rope_scores_depend_on_the_offset_only():
     gen = torch.Generator().manual_seed(1)
     q, k = torch.randn(2, 6, 8, generator=gen), torch.randn(2, 6, 8, generator=gen)  # batched (b, t, d)
     pos = torch.arange(6)
-    scores = ah.rope(q, pos) @ ah.rope(k, pos).transpose(-2, -1)
-    moved = ah.rope(q, pos + 37) @ ah.rope(k, pos + 37).transpose(-2, -1)
+    scores = ah.position.rope(q, pos) @ ah.position.rope(k, pos).transpose(-2, -1)
+    moved = ah.position.rope(q, pos + 37) @ ah.position.rope(k, pos + 37).transpose(-2, -1)
     assert (scores - moved).abs().max() < 1e-5
     assert not torch.allclose(scores, q @ k.transpose(-2, -1), atol=1e-3)  # it does change the scores
 
 
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: ah.rope(torch.zeros(3, 5)), ValueError, "even number of features"),
-    (lambda: ah.rope(torch.zeros(3, 4), [0, 1]), ValueError, "one per token"),
-    (lambda: ah.rope(torch.zeros(4)), ValueError, "at least 2 dimension"),
-    (lambda: ah.rope(torch.zeros(3, 4, dtype=torch.long)), TypeError, "floating-point"),
-    (lambda: ah.rope(torch.zeros(3, 4), base=1), ValueError, "larger than 1"),
-    (lambda: ah.sinusoidal_encoding(0, 4), ValueError, "t must be a positive integer"),
-    (lambda: ah.sinusoidal_encoding(4, 3), ValueError, "even number of features"),
+    (lambda: ah.position.rope(torch.zeros(3, 5)), ValueError, "even number of features"),
+    (lambda: ah.position.rope(torch.zeros(3, 4), [0, 1]), ValueError, "one per token"),
+    (lambda: ah.position.rope(torch.zeros(4)), ValueError, "at least 2 dimension"),
+    (lambda: ah.position.rope(torch.zeros(3, 4, dtype=torch.long)), TypeError, "floating-point"),
+    (lambda: ah.position.rope(torch.zeros(3, 4), base=1), ValueError, "larger than 1"),
+    (lambda: ah.position.sinusoidal_encoding(0, 4), ValueError, "t must be a positive integer"),
+    (lambda: ah.position.sinusoidal_encoding(4, 3), ValueError, "even number of features"),
 ])
 def test_bad_input_is_explained(call, error, message):
     with pytest.raises(error, match=message):
@@ -69,13 +69,13 @@ def test_bad_input_is_explained(call, error, message):
 def test_permutation_equivariance_detects_positions():
     gen = torch.Generator().manual_seed(2)
     X = torch.randn(7, 6, generator=gen)
-    assert ah.is_permutation_equivariant(lambda Z: ah.attention(Z, Z, Z)[0], X, gen)
-    pe = ah.sinusoidal_encoding(7, 6)
-    assert not ah.is_permutation_equivariant(lambda Z: ah.attention(Z + pe, Z + pe, Z + pe)[0], X, gen)
+    assert ah.position.is_permutation_equivariant(lambda Z: ah.attention(Z, Z, Z)[0], X, gen)
+    pe = ah.position.sinusoidal_encoding(7, 6)
+    assert not ah.position.is_permutation_equivariant(lambda Z: ah.attention(Z + pe, Z + pe, Z + pe)[0], X, gen)
     with pytest.raises(ValueError, match="wrap it"):
-        ah.is_permutation_equivariant(lambda Z: ah.attention(Z, Z, Z), X, gen)
+        ah.position.is_permutation_equivariant(lambda Z: ah.attention(Z, Z, Z), X, gen)
     with pytest.raises(ValueError, match=r"one sequence of shape \(t, d\)"):
-        ah.is_permutation_equivariant(lambda Z: Z, torch.zeros(2, 3, 4))
+        ah.position.is_permutation_equivariant(lambda Z: Z, torch.zeros(2, 3, 4))
 
 
 def test_plot_score_by_offset():

@@ -25,6 +25,17 @@ from torch.overrides import TorchFunctionMode
 
 from .._torch_private import dispatch_mode_base, tensors_in
 
+__all__ = [
+    "CheckFailed",
+    "check_tensor",
+    "as_number",
+    "check_value",
+    "Op",
+    "Watch",
+    "watch_forward",
+    "made_by_watched_module",
+]
+
 
 class CheckFailed(AssertionError):
     """A learner's answer is wrong; the message says how, with a hint."""

@@ -9,6 +9,16 @@ import torch
 from ..attention import attention
 from . import CheckFailed, Watch, check_tensor
 
+__all__ = [
+    "TOY_Q",
+    "TOY_K",
+    "TOY_V",
+    "doubled_query_weights",
+    "self_attention_function",
+    "batch_sentences",
+    "batched_attention",
+]
+
 TOY_Q = torch.tensor([1.0, 1.0])
 TOY_K = torch.tensor([[2.0, 2.0], [1.0, 1.0]])
 TOY_V = torch.tensor([[3.0, 3.0], [4.0, 4.0]])

@@ -8,9 +8,11 @@ from functools import lru_cache
 
 import torch
 
-from ..explore import ODYSSEY
+from ..explore import ODYSSEY_SENTENCE, ORDER_SENTENCE
 from ..glove import GloVe, cosine_similarity
 from . import CheckFailed, check_tensor
+
+__all__ = ["CAT_SENTENCE", "cat_street_weights", "doubled_ship_row", "contextual_function"]
 
 CAT_SENTENCE = "the cat walks on the street"  # seed 000's sentence, exercise ex-ch03-cat
 
@@ -42,7 +44,7 @@ def cat_street_weights(W: torch.Tensor) -> None:
 
 def doubled_ship_row(w: torch.Tensor) -> None:
     """Exercise ex-ch03-predict: the weights of "ship" (row 6, shape (11,)) when every vector is doubled."""
-    X = _glove().embed(ODYSSEY)  # (11, 50)
+    X = _glove().embed(ODYSSEY_SENTENCE)  # (11, 50)
     W2 = _weights(2 * X)
     check_tensor(w, W2[6], "w_ship", {
         "these are the weights of the original vectors; double X first (X2 = 2 * X).": _weights(X)[6],
@@ -58,7 +60,7 @@ def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
     """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first occurrence."""
     glove = _glove()
     # "i" first: there the unscaled weights are not one-hot, so "not scaled" and "unchanged" differ
-    for sentence, word in ((ODYSSEY, "i"), ("We process and ship your order", "ship"), (CAT_SENTENCE, "street")):
+    for sentence, word in ((ODYSSEY_SENTENCE, "i"), (ORDER_SENTENCE, "ship"), (CAT_SENTENCE, "street")):
         i = sentence.lower().split().index(word)
         X = glove.embed(sentence)  # (t, 50)
         W = _weights(X)

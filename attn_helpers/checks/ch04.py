@@ -11,6 +11,18 @@ from ..modules import SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
 from . import CheckFailed, check_tensor, made_by_watched_module, watch_forward
 
+__all__ = [
+    "exercise_sequence",
+    "tied_weight",
+    "tied_scores",
+    "exercise_head",
+    "exercise_batch",
+    "manual_head",
+    "next_token_head",
+    "recall_question",
+    "recall_scores",
+]
+
 
 def exercise_sequence() -> torch.Tensor:
     """The sequence of exercise ex-ch04-tied: X of shape (t, d_model) = (5, 6)."""

@@ -10,6 +10,16 @@ import torch
 from ..modules import MultiHeadAttention
 from . import CheckFailed, check_tensor, check_value, made_by_watched_module, watch_forward
 
+__all__ = [
+    "transpose_strides",
+    "parameter_counts",
+    "split_and_merge",
+    "exercise_mha",
+    "exercise_batch",
+    "manual_multi_head",
+    "look_back_distance",
+]
+
 
 def _as_float(strides: object, name: str) -> torch.Tensor:
     if not isinstance(strides, (tuple, list)) or not all(isinstance(s, int) for s in strides):

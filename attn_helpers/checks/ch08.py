@@ -8,13 +8,20 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-import attn_helpers
-
 from .. import circuits, depth, position
 from ..attention import attention
-from ..explore import ODYSSEY
+from ..explore import ODYSSEY_SENTENCE
 from ..glove import GloVe
 from . import CheckFailed, check_tensor, check_value
+
+__all__ = [
+    "exercise_sequence",
+    "exercise_permutation",
+    "shuffled_with_positions",
+    "collapse_pieces",
+    "rope_function",
+    "qk_circuit_function",
+]
 
 
 def exercise_sequence() -> torch.Tensor:
@@ -47,7 +54,7 @@ def shuffled_with_positions(out: torch.Tensor) -> None:
 
 def collapse_pieces(r_residual: float, r_layer_norm: float) -> None:
     """Exercise ex-ch08-pieces: r after 12 layers on the Odyssey sentence, residual only and LayerNorm only."""
-    X = GloVe().embed(ODYSSEY)  # (t, d) = (11, 50)
+    X = GloVe().embed(ODYSSEY_SENTENCE)  # (t, d) = (11, 50)
     residual = depth.stack_attention(X, 12, residual=True)
     layer_norm = depth.stack_attention(X, 12, layer_norm=True)
     plain = depth.stack_attention(X, 12)[-1]
@@ -88,8 +95,8 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     gen = torch.Generator().manual_seed(802)
     x = torch.randn(2, 5, 8, generator=gen)  # (b, t, d)
     positions = torch.tensor([0, 3, 7, 1, 12])
-    message = "the exercise asks you to write RoPE yourself; do not call ah.rope or position.rope."
-    with _forbidden(position, "rope", message), _forbidden(attn_helpers, "rope", message):
+    message = "the exercise asks you to write RoPE yourself; do not call ah.position.rope or position.rope."
+    with _forbidden(position, "rope", message):  # ah.position is the same module
         answer = fn(x.clone(), positions.clone())
     expected = position.rope(x, positions)
     angles = positions[:, None].double() * position.frequencies(8)  # (t, d/2)

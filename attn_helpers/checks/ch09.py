@@ -11,6 +11,8 @@ from ..attention import attention
 from ..merge import merge_partials, partial_attention
 from . import CheckFailed, check_tensor, check_value
 
+__all__ = ["DTYPE", "cache_bytes", "merge_function", "gqa_inputs", "gqa_function"]
+
 # Exercise ex-ch09-predict: the model whose cache the learner sizes.
 N_LAYERS, H, G, D_K, T = 4, 8, 2, 16, 100
 DTYPE = torch.bfloat16

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import importlib
-import importlib.util
 import inspect
 import marshal
 import types

@@ -86,7 +86,7 @@ def prepare_checks(package_root: Path, import_now: bool) -> None:
         atexit.register(shutil.rmtree, _PACKAGE_COPY, True)
         make_workdir(_PACKAGE_COPY, package_root)
         sys.path.insert(0, str(_PACKAGE_COPY / "book"))
-    if import_now:
+    if import_now:  # attn_helpers' own import is light: plotting, pandas and the checks load when used
         import attn_helpers.checks  # noqa: F401
 
 

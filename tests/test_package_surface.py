@@ -1,0 +1,89 @@
+"""The face of attn_helpers: a dozen top-level names, modules reached lazily, a cheap import (issues 13 and 14)."""
+
+import ast
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import attn_helpers as ah
+
+CORE = {
+    "attention", "softmax", "SelfAttentionHead", "MultiHeadAttention", "causal_mask", "padding_mask",
+    "GloVe", "tokenize", "cosine_similarity", "plot_attention", "plot_heads", "table",
+}
+HEAVY = ("matplotlib", "seaborn", "pandas", "ipywidgets", "attn_helpers.checks", "attn_helpers.plotting")
+PUBLIC_MODULES = sorted(
+    info.name for info in pkgutil.iter_modules(ah.__path__) if not info.name.startswith("_") and info.name != "data"
+)
+
+
+def fresh_python(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_import_loads_no_plotting_tables_widgets_or_checks():
+    loaded = json.loads(fresh_python(
+        "import json, sys\nimport attn_helpers\n"
+        f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))"
+    ))
+    assert loaded == [], f"import attn_helpers imported {loaded}; import them where they are used"
+
+
+def test_lazy_names_load_their_module_on_first_use():
+    out = fresh_python(
+        "import sys\nimport attn_helpers as ah\nassert 'matplotlib' not in sys.modules\n"
+        "f = ah.plot_attention\nprint(f.__module__, 'matplotlib' in sys.modules)\n"
+        "print(ah.scaling.__name__, ah.checks.__name__)"
+    )
+    assert out.split() == ["attn_helpers.plotting", "True", "attn_helpers.scaling", "attn_helpers.checks"]
+
+
+def test_top_level_is_the_core_and_dir_adds_the_modules():
+    assert set(ah.__all__) == CORE and len(ah.__all__) == len(CORE)
+    modules = [m for m in PUBLIC_MODULES if m != "attention"]  # ah.attention is the function, the module's main name
+    assert dir(ah) == sorted([*CORE, *modules])
+    for name in CORE:
+        assert callable(getattr(ah, name)), name
+
+
+def defined_names(path: str) -> set[str]:
+    """The names a module's source defines at top level (functions, classes, constants)."""
+    names = set()
+    for node in ast.parse(open(path, encoding="utf-8").read()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES + [f"checks.ch{n:02d}" for n in range(1, 10)])
+def test_every_module_lists_exactly_its_public_names(module):
+    mod = importlib.import_module(f"attn_helpers.{module}")
+    assert hasattr(mod, "__all__"), f"attn_helpers.{module} has no __all__"
+    public = {n for n in defined_names(mod.__file__) if not n.startswith("_")}
+    assert sorted(mod.__all__) == sorted(public), "underscore internals; list every other name in __all__"
+
+
+def test_moved_names_are_reached_through_their_module():
+    assert ah.scaling.entropy is importlib.import_module("attn_helpers.scaling").entropy
+    assert ah.explore.ODYSSEY_SENTENCE.startswith("I must go back")
+    with pytest.raises(AttributeError, match="the rest is in its module"):
+        ah.dot_product_variance  # noqa: B018
+
+
+def test_api_page_lists_every_top_level_name_with_its_chapter():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
+    import attn_api
+
+    rows = [line for line in attn_api.top_level_section().splitlines() if line.startswith("| {py:obj}")]
+    assert [row.split("`")[1].split()[0] for row in rows] == [f"ah.{name}" for name in ah.__all__]
+    assert all(row.split(" | ")[1].strip()[0].isdigit() for row in rows)  # the chapter column
