@@ -61,7 +61,8 @@ def defined_names(path: str) -> set[str]:
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            for t in targets:  # a name, or a tuple of names (T_Q, T_K = 3, 7)
+                names |= {n.id for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", [])) if isinstance(n, ast.Name)}
     return names
 
 

@@ -10,7 +10,8 @@ import torch
 
 from . import CheckFailed, Watch, check_tensor, check_value
 
-__all__ = ["PREDICT_SCORES", "minus_1e9_row", "combined_mask", "decoding_mask_function", "weights_gib"]
+__all__ = ["PREDICT_SCORES", "T_Q", "T_K", "DECODE_SIZES", "minus_1e9_row", "combined_mask", "decoding_mask_function",
+           "weights_gib"]
 
 # Exercise ex-ch07-predict: one query's scores, every key blocked with -1e9.
 PREDICT_SCORES = torch.tensor([2.0, 1.0, 0.5, -1.0])
