@@ -10,7 +10,10 @@ import torch
 from ..attention import softmax
 from . import CheckFailed, Watch, check_tensor, check_value
 
-__all__ = ["D_PREDICT", "D_SPREAD", "KEY_STD", "N_PAIRS", "spread_keys", "spread_scale", "stable_softmax_function", "stretched_toy_weights"]
+__all__ = [
+    "D_PREDICT", "D_SPREAD", "KEY_STD", "N_PAIRS", "spread_keys", "spread_scale", "stable_softmax_function",
+    "stretched_toy_weights",
+]
 
 D_PREDICT = 32  # the dimension of exercise ex-ch02-predict
 D_SPREAD, KEY_STD, N_PAIRS = 64, 2.0, 4000  # exercise ex-ch02-spread

@@ -11,7 +11,10 @@ from torch import nn
 from ..attention import attention
 from . import CheckFailed, Watch, check_tensor
 
-__all__ = ["EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape", "loaded_mha", "projection_matrices"]
+__all__ = [
+    "EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape",
+    "loaded_mha", "projection_matrices",
+]
 
 # Exercise ex-ch06-predict: the shapes of the query, key and value tensors.
 PREDICT_Q, PREDICT_K, PREDICT_V = (2, 1, 5, 8), (4, 7, 8), (4, 7, 6)

@@ -10,7 +10,10 @@ import torch
 
 from . import CheckFailed, Watch, check_tensor, check_value
 
-__all__ = ["B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask", "decoding_mask_function", "minus_1e9_row", "weights_gib"]
+__all__ = [
+    "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
+    "decoding_mask_function", "minus_1e9_row", "weights_gib",
+]
 
 # Exercise ex-ch07-predict: one query's scores, every key blocked with -1e9.
 PREDICT_SCORES = torch.tensor([2.0, 1.0, 0.5, -1.0])

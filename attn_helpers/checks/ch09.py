@@ -11,7 +11,10 @@ from ..attention import attention
 from ..merge import merge_partials, partial_attention
 from . import CheckFailed, check_tensor, check_value
 
-__all__ = ["DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes", "gqa_function", "gqa_inputs", "merge_function"]
+__all__ = [
+    "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
+    "gqa_function", "gqa_inputs", "merge_function",
+]
 
 # Exercise ex-ch09-predict: the model whose cache the learner sizes.
 N_LAYERS, H, G, D_K, T = 4, 8, 2, 16, 100
