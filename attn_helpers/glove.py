@@ -309,8 +309,8 @@ class GloVe:
     - ``name='twitter.27B'``: ``dim`` 25, 50, 100 or 200; ``glove.twitter.27B.zip``, about 1.42 GB.
 
     A text file is parsed once (under a second for 400,000 × 50) and kept as a memory-mapped
-    ``.npy`` beside it, or in ``cache``, so later loads take a fraction of a second (see
-    :func:`_load_text_cached`). ``max_vectors`` keeps only the first (most frequent) words.
+    ``.npy`` beside it, or in ``cache``, named after the text file's size and modification time, so
+    later loads take a fraction of a second. ``max_vectors`` keeps only the first (most frequent) words.
 
     Attributes as in torchtext: ``itos`` (list of words), ``stoi`` (word -> row),
     ``vectors`` ``(n, dim)`` float32, ``dim``. One difference: an unknown word raises
