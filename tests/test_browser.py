@@ -374,6 +374,7 @@ def visit_page(context, server: str, page_path: str) -> Visit:
             to_phone(page)
             visit.phone = page.evaluate(OVERFLOW_JS)
             visit.phone["unreachable"] = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
+            visit.phone["distorted"] = page.evaluate(DISTORTED_JS, ARTICLE)
             page.screenshot(path=screenshot_path(page_path, "phone"), type="jpeg", quality=80)
             screenshot_sections(sections, "phone")  # the solution drop-down below is tried on the phone screen
         if page_path in CHAPTERS:
@@ -433,6 +434,24 @@ def test_page_fits_a_phone_screen(visits, page_path):
         "sticking out:\n  " + "\n  ".join(phone["culprits"] or ["(no single element found)"]))
     assert not phone["unreachable"], (f"{page_path}: boxes that scroll sideways on a phone but have no tab stop "
                                       "(keyboard users cannot scroll them):\n  " + "\n  ".join(phone["unreachable"]))
+
+
+# Article images whose shown shape is not the image's own: a figure narrowed to the phone's width must
+# lose height in proportion (an inline height from a 2x figure's metadata must not hold it up).
+DISTORTED_JS = """(article) => [...document.querySelectorAll(article + ' img')]
+  .filter(i => i.naturalWidth && i.clientWidth && i.clientHeight)
+  .filter(i => Math.abs(i.clientWidth / i.clientHeight - i.naturalWidth / i.naturalHeight)
+               > 0.03 * i.naturalWidth / i.naturalHeight)
+  .map(i => `${i.getAttribute('src')}: shown ${i.clientWidth} x ${i.clientHeight}, drawn ${i.naturalWidth} x ${i.naturalHeight}`)"""
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_images_keep_their_shape_on_a_phone(visits, page_path):
+    phone = visits(page_path).phone
+    if not phone:
+        pytest.skip(f"{page_path} redirects to another page")
+    assert not phone["distorted"], f"{page_path}: images squeezed out of shape at 390 px:\n  " + "\n  ".join(
+        phone["distorted"])
 
 
 def alt_text_problem(alt: str | None) -> str | None:
