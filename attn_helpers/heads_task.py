@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .modules import MultiHeadAttention
-from .training import IGNORE, TrainResult, copy_task_batch
+from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss
 
 __all__ = [
     "LOOKBACK",
@@ -90,7 +89,8 @@ def two_back_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
             f"logits must be (b, t, 2, vocab_size) and targets (b, t, 2); got {tuple(logits.shape)} and "
             f"{tuple(targets.shape)}."
         )
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE)
+    b, t, answers, vocab_size = logits.shape
+    return copy_task_loss(logits.reshape(b, t * answers, vocab_size), targets.reshape(b, t * answers))
 
 
 @dataclass
