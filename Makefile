@@ -9,16 +9,20 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
 # Tests of the built website: they run after build-strict, not with the unit tests.
 SITE_TESTS := tests/test_links.py tests/test_browser.py
+# pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
+# in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
+PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
 # The chapters (make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one).
 CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
-# make book: jupyter-cache fills Jupyter Book's execution cache, one kernel per core, before the build,
-# which then finds every chapter cached; a chapter whose code did not change is not executed again.
+# make book: jupyter-cache fills Jupyter Book's execution cache, one kernel per core (one torch thread each),
+# before the build, which then finds every chapter cached; a chapter whose code did not change is not
+# executed again.
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -48,20 +52,29 @@ lock:  ## regenerate requirements.txt, the complete lock, from requirements.in w
 book: $(STAMP)  ## execute every chapter (one kernel per core) and write the website to _build/html
 	@mkdir -p $(BOOK_OUT)/_build/.jupyter_cache
 	$(JCACHE) notebook add $(CHAPTERS) > /dev/null
-	$(JCACHE) project execute --executor local-parallel --timeout $(EXEC_TIMEOUT)
+	OMP_NUM_THREADS=1 $(JCACHE) project execute --executor local-parallel --timeout $(EXEC_TIMEOUT)
 	jupyter-book build . --path-output $(BOOK_OUT) --keep-going
 	@echo "Open $(BOOK_OUT)/_build/html/index.html in a browser."
 
-test: $(STAMP)  ## lint, unit tests + nbval over every chapter (2 processes), strict website build, link and browser tests
+# make test: lint; then, side by side, the unit tests with nbval, and the website (built, then tested). The
+# website's half leaves much of a core idle (a single-process build, a browser waiting on pages), which the
+# other half fills. Each half's output is printed in one piece when it ends.
+test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, and the strict website build + its link and browser tests, side by side
 	ruff check attn_helpers tests scripts chapters _ext
-	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg -n 2 --dist loadfile -q -p no:cacheprovider $(addprefix --ignore=,$(SITE_TESTS))
-	$(MAKE) --no-print-directory build-strict browser
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse unit-nbval site
 
-unit: $(STAMP)  ## unit tests of attn_helpers and the book's invariants
-	$(PY) -m pytest tests -q $(addprefix --ignore=,$(SITE_TESTS))
+unit-nbval: $(STAMP)  ## unit tests and nbval over every chapter, in one pytest run (2 processes)
+	$(PYTEST) tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg $(addprefix --ignore=,$(SITE_TESTS))
+
+site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built
+	$(MAKE) --no-print-directory build-strict
+	$(MAKE) --no-print-directory browser
+
+unit: $(STAMP)  ## unit tests of attn_helpers and the book's invariants (2 processes)
+	$(PYTEST) tests $(addprefix --ignore=,$(SITE_TESTS))
 
 nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with the committed one
-	$(PY) -m pytest --nbval chapters --nbval-sanitize-with tests/sanitize.cfg -n 2 --dist loadfile -q -p no:cacheprovider
+	$(PYTEST) --nbval chapters --nbval-sanitize-with tests/sanitize.cfg
 
 build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
 	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going

@@ -6,7 +6,7 @@ Each line is printed next to its target; the script exits 1 if a command fails o
 
 1. `make test` as on a fresh clone: the website is built from clean into a scratch folder
    (BOOK_OUT=...), so nothing of an earlier build is reused.                 target: 110 s
-2. The unit tests: `pytest tests` on 2 workers, without the site tests.      target:  40 s
+2. The unit tests, `make unit`: `pytest tests` on 2 workers, no site tests.  target:  40 s
 3. `make book` from clean into another scratch folder: every chapter executed.  target: 120 s
 4. `make book` again with nothing changed (the execution cache and Sphinx's
    incremental build skip everything).                                         target:  20 s
@@ -42,7 +42,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SITE_TESTS = ["tests/test_links.py", "tests/test_browser.py"]
 GLOVE_TEXT = ROOT / "_build" / "bench" / "glove.6B.50d.txt"
 # (b, h, t, d) of the kernel comparison
 SHAPE = (1, 32, 512, 64)
@@ -198,9 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             out = work / "test"
             shutil.rmtree(out, ignore_errors=True)
             record_command("make test (fresh clone)", 110.0, ["make", "--no-print-directory", "test", f"BOOK_OUT={out}"])
-            record_command("unit tests (pytest tests, 2 workers, no site tests)", 40.0, [
-                sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "-n", "2",
-                "--dist", "loadfile", *(f"--ignore={t}" for t in SITE_TESTS)])
+            record_command("make unit (pytest tests, 2 workers, no site tests)", 40.0,
+                           ["make", "--no-print-directory", "unit"])
         if not args.skip_book:
             out = work / "book"
             shutil.rmtree(out, ignore_errors=True)

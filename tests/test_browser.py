@@ -103,7 +103,7 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium and one browsing context for the module; each visit opens its own tab."""
+    """One headless Chromium and one browsing context for the module."""
     if not CHROMIUM.is_file() or not shutil.which(str(CHROMIUM)):
         skip_or_fail(f"The browser test needs Debian's Chromium at {CHROMIUM}. Install it with: {INSTALL}")
     if not AXE.is_file():
@@ -121,7 +121,11 @@ def browser():
 
 
 class PageProblems:
-    """A browser tab on the site that records console errors, page errors, and failed or outside requests."""
+    """A browser tab on the site that records console errors, page errors, and failed or outside requests.
+
+    The module's pages are all visited in one tab, one after another (`fresh` clears what the previous
+    page recorded): opening a tab starts a renderer process, which costs more CPU than loading a page.
+    """
 
     def __init__(self, context, base_url: str) -> None:
         self.page = context.new_page()
@@ -141,15 +145,28 @@ class PageProblems:
         self.page.on("requestfailed", lambda r: self.problems.append(f"failed request: {r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
 
-    def close(self) -> None:
-        self.page.close()
+    def fresh(self) -> PageProblems:
+        """This tab, blank, at the desktop size, with nothing recorded: ready for the next page.
+
+        Leaving the previous page first ends what it still had under way (the search page fetches pages for
+        its snippets), so what that leaves unfinished is not blamed on the next page.
+        """
+        self.page.goto("about:blank")
+        self.page.set_viewport_size(DESKTOP)
+        self.problems.clear()
+        return self
+
+
+@pytest.fixture(scope="module")
+def shared_tab(browser, server) -> Iterator[PageProblems]:
+    tab = PageProblems(browser, server)
+    yield tab
+    tab.page.close()
 
 
 @pytest.fixture
-def tab(browser, server):
-    tab = PageProblems(browser, server)
-    yield tab
-    tab.close()
+def tab(shared_tab) -> PageProblems:
+    return shared_tab.fresh()
 
 
 def typeset_math(page) -> dict:
@@ -346,13 +363,19 @@ class Visit:
     text: str = ""
     phone: dict = field(default_factory=dict)
     redirect: bool = False
+    url_path: str = ""                                   # where the visit ended (after a redirect)
+    sidebar: list[str] = field(default_factory=list)     # the pages the navigation sidebar links
+    next_page: str | None = None                         # where the "next" link leads
     error: str | None = None                             # the visit itself failed: every test reports it
 
 
-def visit_page(context, server: str, page_path: str) -> Visit:
+# The pages that links lead to, as paths from the site's root.
+NAV_TARGETS_JS = "links => links.map(a => new URL(a.getAttribute('href'), location.href).pathname.slice(1))"
+
+
+def visit_page(tab: PageProblems, server: str, page_path: str) -> Visit:
     visit = Visit(page_path)
-    tab = PageProblems(context, server)
-    page = tab.page
+    page = tab.fresh().page
     try:
         response = page.goto(server + page_path, wait_until="load")
         assert response is not None and response.ok, f"{page_path}: HTTP {response and response.status}"
@@ -360,6 +383,9 @@ def visit_page(context, server: str, page_path: str) -> Visit:
             visit.redirect = True
             page.wait_for_url(lambda url: urlsplit(url).path != "/" + page_path)
             page.wait_for_load_state("load")
+        visit.url_path = urlsplit(page.url).path.lstrip("/")
+        visit.sidebar = page.locator("nav.bd-docs-nav a.reference.internal").evaluate_all(NAV_TARGETS_JS)
+        visit.next_page = next(iter(page.locator("a.right-next").evaluate_all(NAV_TARGETS_JS)), None)
         visit.math = typeset_math(page)
         visit.broken_images = [i["src"] for i in images(page) if i["width"] == 0]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -387,18 +413,17 @@ def visit_page(context, server: str, page_path: str) -> Visit:
         visit.error = f"{page_path}: the visit failed: {type(e).__name__}: {e}"
     finally:
         visit.problems = list(tab.problems)
-        tab.close()
     return visit
 
 
 @pytest.fixture(scope="module")
-def visits(browser, server):
+def visits(shared_tab, server):
     """Each page visited once, on first use; the result is shared by the tests of that page."""
     done: dict[str, Visit] = {}
 
     def get(page_path: str) -> Visit:
         if page_path not in done:
-            done[page_path] = visit_page(browser, server, page_path)
+            done[page_path] = visit_page(shared_tab, server, page_path)
         visit = done[page_path]
         assert visit.error is None, visit.error
         return visit
@@ -587,30 +612,18 @@ def test_chapter_pages_contain_typeset_math_and_figures(tab, server):
     assert not tab.problems, "\n".join(tab.problems)
 
 
-def test_navigation_reaches_every_chapter(browser, server):
+def test_navigation_reaches_every_chapter(visits):
     """The sidebar links every page of _toc.yml, and following "next" from the first page visits them in order.
 
-    Only the navigation matters here (the per-page test checks everything else), so this tab skips
-    MathJax, images and fonts to move through the pages quickly.
+    The site's address (index.html) leads to the first page; each visit recorded its page's links.
     """
-    page = browser.new_page()
-    page.route(lambda url: "/_static/mathjax/" in url or "/_images/" in url or url.endswith((".woff", ".woff2")),
-               lambda route: route.abort())
-    try:
-        page.goto(server, wait_until="domcontentloaded")  # index.html redirects to the root page
-        page.wait_for_url(lambda url: url.endswith(toc_pages()[0]))
-        linked = set(page.locator("nav.bd-docs-nav a.reference.internal").evaluate_all(
-            "links => links.map(a => new URL(a.getAttribute('href'), location.href).pathname.slice(1))"))
-        missing = [p for p in toc_pages()[1:] if p not in linked]
-        assert not missing, f"the navigation sidebar does not link {missing}"
-
-        visited = [urlsplit(page.url).path.lstrip("/")]
-        while page.locator("a.right-next").count():
-            with page.expect_navigation(wait_until="domcontentloaded"):
-                page.locator("a.right-next").first.click()
-            visited.append(urlsplit(page.url).path.lstrip("/"))
-            assert len(visited) <= len(toc_pages()) + 1, f"'next' links loop: {visited}"
-    finally:
-        page.close()
+    first = visits("index.html")
+    assert first.redirect and first.url_path == toc_pages()[0], f"index.html leads to {first.url_path}"
+    missing = [p for p in toc_pages()[1:] if p not in first.sidebar]
+    assert not missing, f"the navigation sidebar does not link {missing}"
+    visited = [first.url_path]
+    while (following := visits(visited[-1]).next_page) is not None:
+        visited.append(following)
+        assert len(visited) <= len(toc_pages()) + 1, f"'next' links loop: {visited}"
     assert visited == toc_pages(), "following 'next' from the first page should visit the _toc.yml pages in order"
     assert set(CHAPTERS) <= set(visited)

@@ -30,7 +30,7 @@ def server(tmp_path):
     site.mkdir()
     handler = type("Handler", (CountingHandler,), {"requests": 0})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", site, handler
     httpd.shutdown()
