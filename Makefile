@@ -7,6 +7,10 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.package-lock.json
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONHASHSEED := 0
+# Python's default, even where the environment turns it off (as container images often do): compiled modules
+# are cached in __pycache__ (ignored by git), so the many processes of a test run do not each compile the
+# book's modules and rewrite its tests' asserts again.
+unexport PYTHONDONTWRITEBYTECODE
 # Tests of the built website: they run after build-strict, not with the unit tests.
 SITE_TESTS := tests/test_links.py tests/test_browser.py
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
