@@ -181,16 +181,21 @@ def no_maximum(q, k, v, block):
     return acc / total
 
 
-def first_block_maximum(q, k, v, block):
-    """Subtracts the first block's maximum and never updates it."""
+def blocks_against(m, q, k, v, block):
+    """Sum and output over the blocks, each row's exponentials taken against a maximum m (t_q, 1) fixed beforehand."""
     scale = 1 / math.sqrt(q.shape[-1])
-    m = (q @ k[:block].T * scale).amax(-1, keepdim=True)
     total = torch.zeros(q.shape[0], 1)
     acc = torch.zeros(q.shape[0], v.shape[-1])
     for start in range(0, k.shape[0], block):
         p = torch.exp(q @ k[start:start + block].T * scale - m)
         total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[start:start + block]
     return acc / total
+
+
+def first_block_maximum(q, k, v, block):
+    """Subtracts the first block's maximum and never updates it."""
+    m = (q @ k[:block].T / math.sqrt(q.shape[-1])).amax(-1, keepdim=True)
+    return blocks_against(m, q, k, v, block)
 
 
 def row_by_row_softmax(q, k, v, block):
@@ -214,12 +219,7 @@ def two_passes(q, k, v, block):
     m = torch.full((q.shape[0], 1), -math.inf)
     for start in range(0, k.shape[0], block):
         m = torch.maximum(m, (q @ k[start:start + block].T * scale).amax(-1, keepdim=True))
-    total = torch.zeros(q.shape[0], 1)
-    acc = torch.zeros(q.shape[0], v.shape[-1])
-    for start in range(0, k.shape[0], block):
-        p = torch.exp(q @ k[start:start + block].T * scale - m)
-        total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[start:start + block]
-    return acc / total
+    return blocks_against(m, q, k, v, block)
 
 
 def full_matrix(q, k, v, block):

@@ -34,6 +34,7 @@ __all__ = [
     "Watch",
     "watch_forward",
     "made_by_watched_module",
+    "reject_module_outputs",
 ]
 
 
@@ -245,6 +246,18 @@ def watch_forward(module: nn.Module) -> nn.Module:
     ``module.forward(x)``); it still computes and prints exactly as before. Returns ``module``."""
     module.__class__ = _recording_class(type(module))
     return module
+
+
+def reject_module_outputs(answers: dict[str, object], calling: str, hint: str) -> None:
+    """Raise :class:`CheckFailed` if any of ``answers`` (name: tensor) was made by a watched module.
+
+    ``calling`` names the forbidden call ("the head (head_ex(xb) or head_ex.forward)"), ``hint`` the way
+    the exercise asks for instead.
+    """
+    for name, answer in answers.items():
+        if made_by_watched_module(answer):
+            raise CheckFailed(f"{name} comes from calling {calling}, which the exercise asks you not to do. "
+                              f"Hint: {hint}")
 
 
 def made_by_watched_module(answer: object) -> bool:

@@ -9,7 +9,7 @@ from torch import nn
 
 from ..modules import SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, check_tensor, made_by_watched_module, watch_forward
+from . import CheckFailed, check_tensor, reject_module_outputs, watch_forward
 
 __all__ = [
     "exercise_sequence",
@@ -72,13 +72,9 @@ def exercise_batch() -> torch.Tensor:
 
 def manual_head(out: torch.Tensor, weights: torch.Tensor) -> None:
     """Exercise ex-ch04-manual: the head's output (2, 5, 3) and weights (2, 5, 5), computed by hand."""
-    for name, answer in (("weights", weights), ("out", out)):
-        if made_by_watched_module(answer):
-            raise CheckFailed(
-                f"{name} comes from calling the head (head_ex(xb) or head_ex.forward), which the exercise "
-                f"asks you not to do. Hint: project xb with the weights W_q.weight, W_k.weight and "
-                f"W_v.weight yourself; call the head only afterwards, to compare."
-            )
+    reject_module_outputs({"weights": weights, "out": out}, "the head (head_ex(xb) or head_ex.forward)",
+                          "project xb with the weights W_q.weight, W_k.weight and W_v.weight yourself; call "
+                          "the head only afterwards, to compare.")
     head, x = exercise_head(), exercise_batch()
     with torch.no_grad():
         q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..modules import MultiHeadAttention
-from . import CheckFailed, check_tensor, check_value, made_by_watched_module, watch_forward
+from . import CheckFailed, check_tensor, check_value, reject_module_outputs, watch_forward
 
 __all__ = [
     "transpose_strides",
@@ -108,13 +108,8 @@ def exercise_batch() -> torch.Tensor:
 
 def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
     """Exercise ex-ch05-forward: out (2, 5, 12) and weights (2, 3, 5, 5) of exercise_mha() on exercise_batch()."""
-    for name, answer in (("weights", weights), ("out", out)):
-        if made_by_watched_module(answer):
-            raise CheckFailed(
-                f"{name} comes from calling the module (mha_ex(xb) or mha_ex.forward), which the exercise "
-                f"asks you not to do. Hint: use only its layers W_q, W_k, W_v and W_o, torch.softmax and "
-                f"reshaping."
-            )
+    reject_module_outputs({"weights": weights, "out": out}, "the module (mha_ex(xb) or mha_ex.forward)",
+                          "use only its layers W_q, W_k, W_v and W_o, torch.softmax and reshaping.")
     mha, x = exercise_mha(), exercise_batch()
     b, t, d = x.shape
     h, dk = 3, 4
