@@ -15,7 +15,8 @@ unexport PYTHONDONTWRITEBYTECODE
 SITE_TESTS := tests/test_links.py tests/test_browser.py
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
-PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
+# Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
+PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
 # The chapters (make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one).

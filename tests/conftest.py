@@ -18,3 +18,24 @@ def glove():
     from attn_helpers import GloVe
 
     return GloVe()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "heavy: a test module that runs for many seconds (real nbgrader, grading subprocesses, a wheel "
+        "build); run before the rest")
+
+
+def pytest_collection_modifyitems(items):
+    """Longest work first: heavy test modules, then the chapters under nbval, then the many quick unit tests.
+
+    pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands out whole files in this order, so the two test
+    processes end on small files and finish together, instead of one idling while the other runs a long file last.
+    The sort is stable: the cells of a notebook keep their order.
+    """
+    def rank(item):
+        if item.get_closest_marker("heavy"):
+            return 0
+        return 1 if item.path.suffix == ".ipynb" else 2
+
+    items.sort(key=rank)

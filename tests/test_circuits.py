@@ -5,6 +5,8 @@ import torch
 
 from attn_helpers import circuits
 
+pytestmark = pytest.mark.heavy  # trains the two-layer model of chapter 8's circuit: scheduled first (conftest.py)
+
 
 def test_induction_batch_layout():
     tokens, scored = circuits.induction_batch(50, vocab_size=24, seq_len=20, generator=torch.Generator().manual_seed(0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -28,7 +29,10 @@ def pinned() -> dict[str, Version]:
 
 
 def installed() -> dict[str, Version]:
-    return {canonicalize_name(d.metadata["Name"]): Version(d.version) for d in metadata.distributions()}
+    """What the environment's site-packages holds. Not all of sys.path: importing setuptools appends its own
+    _vendor folder (jaraco.text, more-itertools…) to it, so the answer would depend on what ran before."""
+    site = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+    return {canonicalize_name(d.metadata["Name"]): Version(d.version) for d in metadata.distributions(path=site)}
 
 
 def public(v: Version) -> Version:

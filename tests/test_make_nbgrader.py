@@ -18,6 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.heavy  # runs real nbgrader, with real kernels: scheduled first (conftest.py)
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import find_exercises, is_solution  # noqa: E402

@@ -10,7 +10,10 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.heavy  # builds the wheel and installs it: scheduled first (conftest.py)
 
 LOAD = """
 import attn_helpers, attn_helpers.glove as g
