@@ -60,7 +60,9 @@ def test_the_lock_pins_every_direct_requirement():
 def test_the_environment_is_exactly_the_lock():
     pins, have = pinned(), installed()
     unpinned = sorted(set(have) - set(pins) - NOT_LOCKED)
-    assert not unpinned, f"installed but not in requirements.txt: {unpinned}. Add them to requirements.in and run make lock."
+    assert not unpinned, (f"installed but not in requirements.txt: {unpinned}. If the book needs them, add them to "
+                          "requirements.in and run make lock; if the lock has dropped them, pip uninstall them "
+                          "(or delete .venv and run make setup).")
     missing = sorted(set(pins) - set(have))
     assert not missing, f"pinned but not installed: {missing}. Run make setup."
     drift = {n: f"{have[n]} (lock: {pins[n]})" for n in pins if public(have[n]) != pins[n]}
