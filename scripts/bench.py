@@ -11,7 +11,7 @@ Each line is printed next to its target; the script exits 1 if a command fails o
 3. `make book` from clean into another scratch folder: every chapter executed.  target: 120 s
 4. `make book` again with nothing changed (the execution cache and Sphinx's
    incremental build skip everything).                                         target:  20 s
-5. `import attn_helpers` against `import torch`, each in fresh interpreters (median of 5,
+5. `import attn_helpers` against `import torch`, each in fresh interpreters (median of 9,
    interleaved).                                                     target: torch + 0.3 s
 6. At (b, h, t, d) = (1, 32, 512, 64) on the CPU: `ah.attention` against the three lines of math it
    stands for, `torch.softmax(q @ k.T * s) @ v`, and `ah.softmax` against `torch.softmax` on the
@@ -105,7 +105,7 @@ def interleaved_medians(fns: list[Callable[[], object]], repeats: int, warmup: b
     return [statistics.median(t) for t in times]
 
 
-def import_seconds(repeats: int = 5) -> tuple[float, float]:
+def import_seconds(repeats: int = 9) -> tuple[float, float]:
     """Median wall-clock of a fresh `python -c "import torch"` and `... "import attn_helpers"`."""
     def run(module: str) -> Callable[[], object]:
         return lambda: subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, check=True)
@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                 return
             runs.append(seconds)
         seconds = statistics.median(runs)
-        spread = f", median of {repeat}: {min(runs):.1f} to {max(runs):.1f} s" if repeat > 1 else ""
+        each = ", ".join(f"{r:.1f}" for r in runs)
+        spread = f", median of {repeat} runs in order: {each} s" if repeat > 1 else ""
         record(name, f"{seconds:7.1f} s", f"target {budget:.0f} s{spread}", seconds <= budget)
 
     try:
