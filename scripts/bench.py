@@ -26,8 +26,9 @@ Each line is printed next to its target; the script exits 1 if a command fails o
 Times are wall-clock (time.perf_counter). On a busy machine every figure is slower and the
 ratios scatter: measure on a quiet one. A virtual machine can also run at different speeds from one
 minute to the next (its host is shared), so the bench times a fixed piece of pure-Python work at the
-start and at the end (`speed reference`): compare figures only between runs whose references agree.
-`--repeat N` runs `make test` and `make unit` N times and reports the median (and the range).
+start and at the end (`speed reference`), and before each run of `make test` and `make unit`: compare
+figures only between runs whose references agree.
+`--repeat N` runs `make test` and `make unit` N times and reports the median and every run.
 """
 
 from __future__ import annotations
@@ -209,17 +210,18 @@ def main(argv: list[str] | None = None) -> int:
 
     def record_command(name: str, budget: float, command: list[str], repeat: int = 1,
                        before: Callable[[], object] = lambda: None) -> None:
-        runs = []
+        runs, speeds = [], []
         for _ in range(repeat):
             before()
+            speeds.append(speed_reference(5))
             seconds, succeeded, output = timed(command)
             if not succeeded:
                 record(name, f"{seconds:7.1f} s", f"target {budget:.0f} s", None, output)
                 return
             runs.append(seconds)
         seconds = statistics.median(runs)
-        each = ", ".join(f"{r:.1f}" for r in runs)
-        spread = f", median of {repeat} runs in order: {each} s" if repeat > 1 else ""
+        each = ", ".join(f"{r:.1f} s (speed {v:.3f})" for r, v in zip(runs, speeds, strict=True))
+        spread = f", median of {repeat} runs in order: {each}" if repeat > 1 else ""
         record(name, f"{seconds:7.1f} s", f"target {budget:.0f} s{spread}", seconds <= budget)
 
     try:
