@@ -20,12 +20,6 @@ def glove():
     return GloVe()
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "heavy: a test module that runs for many seconds (real nbgrader, grading subprocesses, a wheel "
-        "build); run before the rest")
-
-
 def pytest_collection_modifyitems(items):
     """Longest work first: heavy test modules, then the chapters under nbval, then the many quick unit tests.
 
