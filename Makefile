@@ -11,6 +11,17 @@ export PYTHONHASHSEED := 0
 # are cached in __pycache__ (ignored by git), so the many processes of a test run do not each compile the
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
+# Bit-identical numbers on any x86-64 CPU, so that nbval's exact comparison of the committed outputs holds on
+# Intel and AMD, with or without AVX-512: torch's own kernels capped at AVX2, and MKL's conditional numerical
+# reproducibility mode (MKL_CBWR), which runs its matrix products on one code path whatever the CPU. Without
+# them, a model trained on one machine ends a few float32 roundings away from the same model trained on
+# another, and chapter 8's induction accuracy moves by almost a point. Kernels started by make (lab, book,
+# test, refresh, grade) inherit them; tests/test_reproducible.py fails when they are missing.
+ifeq ($(shell uname -m),x86_64)
+export ATEN_CPU_CAPABILITY := avx2
+export MKL_CBWR := COMPATIBLE
+export ONEDNN_MAX_CPU_ISA := AVX2
+endif
 # Tests of the built website: they run after build-strict, not with the unit tests.
 SITE_TESTS := tests/test_links.py tests/test_browser.py
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
@@ -94,7 +105,7 @@ lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment (M
 	jupyter lab chapters/
 
 refresh: $(STAMP)  ## re-execute the chapters in place (after editing one) and strip what changes from run to run
-	jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=$(EXEC_TIMEOUT) $(CHAPTERS)
+	OMP_NUM_THREADS=1 jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=$(EXEC_TIMEOUT) $(CHAPTERS)
 	jupyter nbconvert --coalesce-streams --inplace $(CHAPTERS)  # one stream per cell, however the kernel split it
 	nbstripout --keep-output --keep-count --keep-id --extra-keys "metadata.language_info.version" $(CHAPTERS)
 
