@@ -1,7 +1,7 @@
 """The built website in a real browser: headless Chromium (Debian's `chromium` package) driven by Playwright.
 
-The site is served from 127.0.0.1 and every request to any other host is blocked, so these tests
-also prove that the website works offline. Each page is visited once (`Visit`), on a 1366 px desktop
+The site is served from 127.0.0.1 and any request to another host fails the page's test, so these
+tests also prove that the website works offline. Each page is visited once (`Visit`), on a 1366 px desktop
 and then a 390 px phone screen, and every check below reads what that visit recorded:
 
 - it loads with no console error and no request that failed or left the machine, its math is typeset
