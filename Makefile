@@ -16,11 +16,15 @@ unexport PYTHONDONTWRITEBYTECODE
 # reproducibility mode (MKL_CBWR), which runs its matrix products on one code path whatever the CPU. Without
 # them, a model trained on one machine ends a few float32 roundings away from the same model trained on
 # another, and chapter 8's induction accuracy moves by almost a point. Kernels started by make (lab, book,
-# test, refresh, grade) inherit them; tests/test_reproducible.py fails when they are missing.
+# test, refresh, grade) inherit them; tests/test_reproducible.py fails when they are missing. torch takes
+# ATEN_CPU_CAPABILITY=avx2 on trust, so it is set only where the CPU has AVX2 (on one without, torch's own
+# kernels are the generic ones anyway, and only MKL's pin applies).
 ifeq ($(shell uname -m),x86_64)
-export ATEN_CPU_CAPABILITY := avx2
 export MKL_CBWR := COMPATIBLE
 export ONEDNN_MAX_CPU_ISA := AVX2
+ifeq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null || sysctl -n machdep.cpu.leaf7_features 2>/dev/null | grep -qw AVX2 && echo yes),yes)
+export ATEN_CPU_CAPABILITY := avx2
+endif
 endif
 # Tests of the built website: they run after build-strict, not with the unit tests.
 SITE_TESTS := tests/test_links.py tests/test_browser.py
