@@ -28,21 +28,27 @@ def fresh_python(code: str) -> str:
     return done.stdout
 
 
-def test_import_loads_no_plotting_tables_widgets_or_checks():
-    loaded = json.loads(fresh_python(
-        "import json, sys\nimport attn_helpers\n"
-        f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))"
+@pytest.fixture(scope="module")
+def fresh_import() -> dict:
+    """One fresh interpreter (importing torch costs seconds): what `import attn_helpers` loads, then what
+    touching a lazy name loads."""
+    return json.loads(fresh_python(
+        "import json, sys\nimport attn_helpers as ah\n"
+        f"heavy = [m for m in {list(HEAVY)!r} if m in sys.modules]\n"
+        "f = ah.plot_attention\n"
+        "print(json.dumps({'heavy': heavy, 'plot_module': f.__module__, 'matplotlib': 'matplotlib' in sys.modules,"
+        " 'modules': [ah.scaling.__name__, ah.checks.__name__]}))"
     ))
+
+
+def test_import_loads_no_plotting_tables_widgets_or_checks(fresh_import):
+    loaded = fresh_import["heavy"]
     assert loaded == [], f"import attn_helpers imported {loaded}; import them where they are used"
 
 
-def test_lazy_names_load_their_module_on_first_use():
-    out = fresh_python(
-        "import sys\nimport attn_helpers as ah\nassert 'matplotlib' not in sys.modules\n"
-        "f = ah.plot_attention\nprint(f.__module__, 'matplotlib' in sys.modules)\n"
-        "print(ah.scaling.__name__, ah.checks.__name__)"
-    )
-    assert out.split() == ["attn_helpers.plotting", "True", "attn_helpers.scaling", "attn_helpers.checks"]
+def test_lazy_names_load_their_module_on_first_use(fresh_import):
+    assert fresh_import["plot_module"] == "attn_helpers.plotting" and fresh_import["matplotlib"]
+    assert fresh_import["modules"] == ["attn_helpers.scaling", "attn_helpers.checks"]
 
 
 def test_top_level_is_the_core_and_dir_adds_the_modules():
