@@ -571,8 +571,8 @@ def test_the_accessibility_and_leak_checks_can_fail(tab, server):
 def test_a_request_to_another_host_is_reported(tab, server):
     """The offline rule can fail: a page that loads an image from elsewhere is reported."""
     tab.page.goto(server + CHAPTERS[0], wait_until="load")
-    tab.page.evaluate("() => { const i = new Image(); i.src = 'http://example.org/figure.png'; document.body.append(i); }")
-    tab.page.wait_for_timeout(200)
+    with tab.page.expect_request("http://example.org/figure.png"):  # the tab's own listener runs first
+        tab.page.evaluate("() => { const i = new Image(); i.src = 'http://example.org/figure.png'; }")
     assert any("another host" in p and "example.org/figure.png" in p for p in tab.problems), tab.problems
 
 
