@@ -25,24 +25,17 @@ def test_models_of_one_and_two_heads_have_the_same_width_and_parameters():
     assert logits.shape == (3, 8, 2, 8) and weights.shape == (3, 2, 8, 8)
 
 
-def test_two_heads_learn_what_one_head_cannot():
-    acc = {}
-    for h in (1, 2):
-        torch.manual_seed(0)
-        model = TwoBackModel(h)
-        result = train_two_back(model, steps=300, seed=0)
-        assert len(result.losses) == 300
-        acc[h] = two_back_accuracy(model)
-        assert result.accuracy == acc[h].both
-    assert acc[2].both > 0.95 and acc[1].both < 0.6
-
-
-def test_training_is_reproducible():
+# That two heads learn the task and one head of the same width does not is asserted by chapter 5 on its own
+# trained models, executed by nbval in the same `make test`; here, short runs check the machinery.
+def test_training_is_reproducible_and_reports_what_it_measured():
     runs = []
     for _ in range(2):
         torch.manual_seed(0)
-        runs.append(train_two_back(TwoBackModel(2), steps=20, seed=3).losses)
-    assert runs[0] == runs[1]
+        model = TwoBackModel(2)
+        runs.append((model, train_two_back(model, steps=20, seed=3)))
+    (model, result), (_, again) = runs
+    assert len(result.losses) == 20 and result.losses == again.losses
+    assert result.accuracy == two_back_accuracy(model).both
 
 
 @pytest.mark.parametrize("call, message", [
