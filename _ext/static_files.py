@@ -10,24 +10,43 @@ marks the root page as outdated: Sphinx rebuilds that one page and then copies t
 from __future__ import annotations
 
 import filecmp
+import os
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.util.matching import Matcher
+
+
+def book_files(folder: Path, excluded: Matcher) -> list[Path]:
+    """The files Sphinx copies from one static or extra folder (or the one file): what `excluded` leaves."""
+    if folder.is_file():
+        return [folder]
+    found = []
+    for root, dirs, files in os.walk(folder):
+        rel = Path(root).relative_to(folder)
+        dirs[:] = [d for d in dirs if not excluded((rel / d).as_posix())]
+        found += [Path(root, f) for f in files if not excluded((rel / f).as_posix())]
+    return sorted(found)
 
 
 def stale_copies(app: Sphinx) -> list[str]:
-    """The book's static and extra files whose copy in the output is missing or differs from the source."""
-    confdir, outdir = Path(app.confdir).resolve(), Path(app.outdir)
-    folders = [(p, outdir / "_static") for p in app.config.html_static_path]
-    folders += [(p, outdir) for p in app.config.html_extra_path]
+    """The book's static and extra files whose copy in the output is missing or differs from the source.
+
+    Only the folders the book's configuration names (relative paths); those of the theme and of extensions
+    are absolute, and not edited here. Excluded as Sphinx excludes them when it copies: the patterns of
+    `exclude_patterns`, and for static files also hidden ones (an editor's swap file, .ipynb_checkpoints).
+    """
+    confdir, outdir = Path(app.confdir), Path(app.outdir)
+    patterns = list(app.config.exclude_patterns)
+    folders = [(entry, outdir / "_static", Matcher([*patterns, "**/.*"])) for entry in app.config.html_static_path]
+    folders += [(entry, outdir, Matcher(patterns)) for entry in app.config.html_extra_path]
     stale = []
-    for entry, target in folders:
-        source = (confdir / entry).resolve()
-        if not source.is_relative_to(confdir):  # a theme's or an extension's own folder: not edited here
+    for entry, target, excluded in folders:
+        if Path(entry).is_absolute():
             continue
-        files = [source] if source.is_file() else sorted(f for f in source.rglob("*") if f.is_file())
-        for file in files:
-            if file.name.endswith("_t"):  # a template, rendered on copy: never equal to its source
+        source = confdir / entry
+        for file in book_files(source, excluded):
+            if file.name.lower().endswith(("_t", ".jinja")):  # a template, rendered on copy: never equal to its source
                 continue
             built = target / (file.name if file == source else file.relative_to(source))
             if not built.is_file() or not filecmp.cmp(file, built, shallow=False):

@@ -63,16 +63,18 @@ def test_model_bad_input(tokens, message):
 def test_training_is_repeatable_and_reports_what_it_measured():
     runs, threads = [], torch.get_num_threads()
     torch.set_num_threads(2)  # training runs on one thread, then gives back the caller's count
-    for _ in range(2):
-        torch.manual_seed(0)
-        model = circuits.AttentionOnly(24, 20, 16, 2)
-        runs.append((model, circuits.train_induction(model, steps=30, batch_size=32, seed=3)))
+    try:
+        for _ in range(2):
+            torch.manual_seed(0)
+            model = circuits.AttentionOnly(24, 20, 16, 2)
+            runs.append((model, circuits.train_induction(model, steps=30, batch_size=32, seed=3)))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
     (model, result), (_, again) = runs
     assert len(result.losses) == 30 and result.losses == again.losses   # same seeds, same numbers
     assert sum(result.losses[-5:]) < sum(result.losses[:5])              # the loss goes down
     assert result.accuracy == circuits.induction_accuracy(model)         # the held-out accuracy it reports
-    assert torch.get_num_threads() == 2
-    torch.set_num_threads(threads)
 
 
 def test_skip_leaves_a_layer_out_of_the_residual_stream():

@@ -58,7 +58,7 @@ def test_the_lock_pins_every_direct_requirement():
 
 
 def pinned_by(requires: list[str]) -> dict[str, Version]:
-    """The exact pins (==) among a distribution's requirements that apply here.
+    """The exact pins (== a version, no wildcard) among a distribution's requirements that apply here.
 
     PyPI's torch wheel for Linux on x86-64 pins its CUDA libraries and triton this way; the CPU wheel the
     lock was resolved from has none, so they are not in the lock, but the lock's torch pin fixes them all.
@@ -67,20 +67,34 @@ def pinned_by(requires: list[str]) -> dict[str, Version]:
     for line in requires:
         req = Requirement(line)
         specs = list(req.specifier)
-        if (req.marker is None or req.marker.evaluate({"extra": ""})) and len(specs) == 1 and specs[0].operator == "==":
+        exact = len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version
+        if exact and (req.marker is None or req.marker.evaluate({"extra": ""})):
             pins[canonicalize_name(req.name)] = Version(specs[0].version)
     return pins
 
 
+def torch_requires() -> list[str]:
+    try:
+        return metadata.requires("torch") or []
+    except metadata.PackageNotFoundError:  # reported as "pinned but not installed"
+        return []
+
+
+UNPINNED = ("installed but not in requirements.txt: {}. If the book needs them, add them to requirements.in and "
+            "run make lock; if the lock has dropped them, pip uninstall them (or delete .venv and run make setup).")
+
+
 def differences(have: dict[str, Version], pins: dict[str, Version], torch_requires: list[str]) -> list[str]:
     """What keeps the environment `have` from being exactly the lock `pins`, as messages; [] when it is."""
-    from_torch = {name for name, version in pinned_by(torch_requires).items() if have.get(name) == version}
+    by_torch = {name: version for name, version in pinned_by(torch_requires).items() if name not in pins}
     problems = []
-    unpinned = sorted(set(have) - set(pins) - NOT_LOCKED - from_torch)
+    unpinned = sorted(set(have) - set(pins) - NOT_LOCKED - set(by_torch))
     if unpinned:
-        problems.append(f"installed but not in requirements.txt: {unpinned}. If the book needs them, add them to "
-                        "requirements.in and run make lock; if the lock has dropped them, pip uninstall them "
-                        "(or delete .venv and run make setup).")
+        problems.append(UNPINNED.format(unpinned))
+    off_torch = {n: f"{have[n]} (torch pins {v})" for n, v in by_torch.items() if n in have and have[n] != v}
+    if off_torch:
+        problems.append(f"installed at another version than the locked torch pins: {off_torch}. Torch needs "
+                        "them: install the versions it pins, or delete .venv and run make setup.")
     missing = sorted(set(pins) - set(have))
     if missing:
         problems.append(f"pinned but not installed: {missing}. Run make setup.")
@@ -91,16 +105,16 @@ def differences(have: dict[str, Version], pins: dict[str, Version], torch_requir
 
 
 def test_the_environment_is_exactly_the_lock():
-    problems = differences(installed(), pinned(), metadata.requires("torch") or [])
+    problems = differences(installed(), pinned(), torch_requires())
     assert not problems, "\n".join(problems)
 
 
 # Requirements in the form of PyPI's torch wheel (whose CUDA pins carry a Linux x86-64 marker; here they
 # have none, so that the test means the same on any machine), with one pin for a platform that is no machine.
 PYPI_TORCH = ["filelock", "jinja2", "networkx>=2.5.1", "setuptools; python_version >= '3.99'",
-              "nvidia-cublas-cu12==12.8.4.1", "triton==3.5.1",
+              "nvidia-cublas-cu12==12.8.4.1", "triton==3.5.1", "sympy==1.13.*",
               "nvidia-cufft-cu12==11.3.3.83; platform_system == 'NoSuchSystem'",
-              "optree>=0.13.0; extra == 'optree'"]
+              "optree==0.13.0; extra == 'optree'"]
 
 
 def test_the_exact_pins_of_torch_are_accepted_and_nothing_else():
@@ -109,15 +123,16 @@ def test_the_exact_pins_of_torch_are_accepted_and_nothing_else():
     assert differences(have, pins, PYPI_TORCH) == []
     with_cuda = {**have, "nvidia-cublas-cu12": Version("12.8.4.1"), "triton": Version("3.5.1")}
     assert differences(with_cuda, pins, PYPI_TORCH) == []                      # what torch itself pins
-    for extra in ({"nvidia-cublas-cu12": Version("12.9.0")},                   # at another version
-                  {"nvidia-cufft-cu12": Version("11.3.3.83")},                 # pinned for another platform
-                  {"optree": Version("0.13.0")},                               # an optional extra, not a pin
+    for extra in ({"nvidia-cufft-cu12": Version("11.3.3.83")},                 # pinned for another platform
+                  {"optree": Version("0.13.0")},                               # pinned for an optional extra
                   {"networkx": Version("2.5.1")},                              # a lower bound, not a pin
+                  {"sympy": Version("1.13.1")},                                # a wildcard, not one version
                   {"lark": Version("1.2.2")}):                                 # dropped from the lock
-        assert differences({**have, **extra}, pins, PYPI_TORCH) == [
-            f"installed but not in requirements.txt: {list(extra)}. If the book needs them, add them to "
-            "requirements.in and run make lock; if the lock has dropped them, pip uninstall them "
-            "(or delete .venv and run make setup)."]
-    assert "pinned but not installed: ['jinja2']" in differences({k: v for k, v in have.items() if k != "jinja2"},
-                                                                 pins, PYPI_TORCH)[0]
-    assert "jinja2" in differences({**have, "jinja2": Version("3.1.5")}, pins, PYPI_TORCH)[0]
+        assert differences({**have, **extra}, pins, PYPI_TORCH) == [UNPINNED.format(list(extra))]
+    assert differences({**have, "nvidia-cublas-cu12": Version("12.9.0")}, pins, PYPI_TORCH) == [
+        "installed at another version than the locked torch pins: {'nvidia-cublas-cu12': '12.9.0 (torch pins "
+        "12.8.4.1)'}. Torch needs them: install the versions it pins, or delete .venv and run make setup."]
+    assert differences({k: v for k, v in have.items() if k != "jinja2"}, pins, PYPI_TORCH) == [
+        "pinned but not installed: ['jinja2']. Run make setup."]
+    assert differences({**have, "jinja2": Version("3.1.5")}, pins, PYPI_TORCH) == [
+        "installed at another version than the lock: {'jinja2': '3.1.5 (lock: 3.1.6)'}"]

@@ -25,6 +25,9 @@ def test_an_edited_static_or_extra_file_is_copied_without_any_page_change(tmp_pa
     (tmp_path / "index.rst").write_text("Title\n=====\n\nText.\n")
     (tmp_path / "_static").mkdir()
     (tmp_path / "_static" / "site.css").write_text("body { color: black; }\n")
+    (tmp_path / "_static" / ".site.css.swp").write_text("an editor's swap file")  # hidden: Sphinx never copies it
+    (tmp_path / "_static" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "_static" / ".ipynb_checkpoints" / "site-checkpoint.css").write_text("body {}\n")
     (tmp_path / "_extra").mkdir()
     (tmp_path / "_extra" / "robots.txt").write_text("User-agent: *\n")
     build(tmp_path)
@@ -32,7 +35,7 @@ def test_an_edited_static_or_extra_file_is_copied_without_any_page_change(tmp_pa
     later = page.stat().st_mtime + 3600
     os.utime(page, (later, later))  # a page written again gets the time of writing instead
 
-    build(tmp_path)  # nothing changed: no page is written again
+    build(tmp_path)  # nothing changed (the hidden files are not the site's): no page is written again
     assert page.stat().st_mtime == later
 
     (tmp_path / "_static" / "site.css").write_text("body { color: navy; }\n")
