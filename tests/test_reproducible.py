@@ -8,6 +8,8 @@ trained on another. These tests fail when the pins are missing, before nbval fai
 
 import os
 import platform
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -31,3 +33,16 @@ def test_mkl_runs_one_code_path_on_every_cpu():
     assert os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2", f"ONEDNN_MAX_CPU_ISA is not AVX2: {HOW}"
     assert torch.backends.mkl.is_available(), "this torch has no MKL: the pin means nothing, and outputs may differ"
 
+
+
+PINS = ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+
+
+def test_binder_exports_the_same_pins_as_make():
+    """.binder/start (run by Binder before the notebook server) sets what the Makefile sets, on this CPU too."""
+    start = Path(__file__).resolve().parent.parent / ".binder" / "start"
+    clean = {k: v for k, v in os.environ.items() if k not in PINS}
+    out = subprocess.run([str(start), "env"], env=clean, capture_output=True, text=True, check=True).stdout
+    exported = dict(line.split("=", 1) for line in out.splitlines() if line.split("=", 1)[0] in PINS)
+    expected = {k: os.environ[k] for k in PINS if k in os.environ}
+    assert exported == expected, f"compare .binder/start with the Makefile; {HOW}"
