@@ -57,9 +57,9 @@ def test_model_bad_input(tokens, message):
 
 
 # That training makes a two-layer model an induction head and leaves a one-layer model far behind, that
-# knocking out either layer stops the copying, and that the trained QK circuit is diagonal: chapter 8
-# asserts all of it on its own trained models, executed by nbval in the same `make test`. These tests
-# check the machinery on short runs and untrained models.
+# knocking out either layer leaves most of the repeat mispredicted, and that the trained QK circuit is
+# diagonal: chapter 8 asserts all of it on its own trained models, executed by nbval in the same
+# `make test`. These tests check the machinery on short runs and untrained models.
 def test_training_is_repeatable_and_reports_what_it_measured():
     runs, threads = [], torch.get_num_threads()
     torch.set_num_threads(2)  # training runs on one thread, then gives back the caller's count

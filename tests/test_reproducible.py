@@ -34,7 +34,6 @@ def test_mkl_runs_one_code_path_on_every_cpu():
     assert torch.backends.mkl.is_available(), "this torch has no MKL: the pin means nothing, and outputs may differ"
 
 
-
 PINS = ("MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
 
 
