@@ -9,6 +9,8 @@ import attn_helpers as ah
 from attn_helpers import circuits, position
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch08 as check
+from attn_helpers.circuits import qk_circuit as circuit_by_its_own_name  # the shortcuts, imported by name
+from attn_helpers.position import rope as rope_by_its_own_name
 
 # ---------------------------------------------------------------- ex-ch08-shuffle
 
@@ -93,6 +95,7 @@ def _slow(x, positions):
     (lambda x, positions: _reference_rope(x, torch.arange(x.shape[-2])), "ignored the positions"),
     (lambda x, positions: ah.position.rope(x, positions), "do not call ah.position.rope"),
     (lambda x, positions: position.rope(x, positions), "do not call ah.position.rope"),
+    (lambda x, positions: rope_by_its_own_name(x, positions), "do not call ah.position.rope"),
 ])
 def test_rope_function_rejects_mistakes_and_the_shortcut(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -146,6 +149,7 @@ def _layer1(m):
     (lambda m: _by_hand(m).T, "swapped"),
     (_layer1, "layer 2"),
     (lambda m: circuits.qk_circuit(m), "do not call circuits.qk_circuit"),
+    (lambda m: circuit_by_its_own_name(m), "do not call circuits.qk_circuit"),
 ])
 def test_qk_circuit_function_rejects_mistakes_and_the_shortcut(model, wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

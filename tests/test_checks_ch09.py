@@ -75,7 +75,15 @@ def min_instead_of_max(a, b):
     return (torch.minimum(a[0], b[0]), *reference_merge(a, b)[1:])
 
 
+def merge_by_helper(a, b):  # the shortcut the exercise forbids, reached by a name of its own
+    from attn_helpers.merge import merge_partials as merge
+
+    return merge([a, b])
+
+
 @pytest.mark.parametrize("wrong, hint", [
+    (lambda a, b: ah.merge.merge_partials([a, b]), "calls ah.merge.merge_partials"),
+    (merge_by_helper, "calls ah.merge.merge_partials"),
     (nan_merge, "contains NaN"),
     (no_rescale, "rescale each sum"),
     (normalised, "keep o unnormalised"),
@@ -103,9 +111,22 @@ def test_gqa_accepts_reference(capsys):
     assert "✓ gqa_decode(q, k, v): correct" in capsys.readouterr().out
 
 
-def test_gqa_accepts_the_helper(capsys):
-    check.gqa_function(lambda q, k, v: ah.inference.grouped_query_attention(q, k, v)[0])
-    assert "correct" in capsys.readouterr().out
+def in_float64_with_einsum(q, k, v):  # another right way: converted copies of the cache, but one each
+    b, h, _, d_k = q.shape
+    g = k.shape[1]
+    q, k, v = q.double().reshape(b, g, h // g, d_k), k.double(), v.double()
+    w = torch.softmax(torch.einsum("bgrd,bgtd->bgrt", q, k) / d_k ** 0.5, dim=-1)  # (b, g, h/g, t)
+    return torch.einsum("bgrt,bgtd->bgrd", w, v).reshape(b, h, 1, d_k).float()
+
+
+def test_gqa_accepts_another_way_that_copies_the_cache_once(capsys):
+    check.gqa_function(in_float64_with_einsum)
+    assert "✓ gqa_decode(q, k, v): correct" in capsys.readouterr().out
+
+
+def test_the_helper_computes_the_expected_output():  # the check forbids calling it; it must still be right
+    q, k, v = check.gqa_inputs()
+    assert torch.allclose(ah.inference.grouped_query_attention(q, k, v)[0], reference_gqa(q, k, v), atol=1e-6)
 
 
 def repeated(q, k, v):  # right numbers, but copies the keys once per query head
@@ -117,6 +138,38 @@ def broadcast(q, k, v):  # right numbers, but matmul copies the broadcast keys
     b, h, _, d_k = q.shape
     g = k.shape[1]
     return ah.attention(q.view(b, g, h // g, 1, d_k), k[:, :, None], v[:, :, None])[0].reshape(b, h, 1, d_k)
+
+
+def repeated_per_batch_element(q, k, v):  # right numbers; each copy is smaller than (b, h, t, d_k)
+    r = q.shape[1] // k.shape[1]
+    return torch.stack([ah.attention(q[i], k[i].repeat_interleave(r, 0), v[i].repeat_interleave(r, 0))[0]
+                        for i in range(q.shape[0])])
+
+
+def repeated_per_group(q, k, v):  # right numbers; copies of one (t, d_k) head at a time, r per group
+    b, h, _, d_k = q.shape
+    g = k.shape[1]
+    r = h // g
+    heads = []
+    for i in range(b):
+        for j in range(g):
+            keys, values = k[i, j].expand(r, -1, -1).contiguous(), v[i, j].expand(r, -1, -1).contiguous()
+            heads.append(ah.attention(q[i, j * r:(j + 1) * r], keys, values)[0])  # (r, 1, d_k)
+    return torch.stack(heads).reshape(b, h, 1, d_k)
+
+
+def repeated_transposed(q, k, v):  # right numbers; the keys copied per head in (d_k, t) layout
+    r = q.shape[1] // k.shape[1]
+    keys_t = k.transpose(-2, -1).repeat_interleave(r, 1)  # (b, h, d_k, t)
+    w = torch.softmax(q @ keys_t / q.shape[-1] ** 0.5, dim=-1)
+    return w @ v.repeat_interleave(r, 1)
+
+
+def sdpa_math(q, k, v):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
 def wrong_pairing(q, k, v):
@@ -137,6 +190,11 @@ def sdpa(q, k, v):
 @pytest.mark.parametrize("wrong, hint", [
     (repeated, "copied once per query head"),
     (broadcast, "copied once per query head"),
+    (repeated_per_batch_element, "copied once per query head"),
+    (repeated_per_group, "copied once per query head"),
+    (repeated_transposed, "copied once per query head"),
+    (lambda q, k, v: ah.inference.grouped_query_attention(q, k, v)[0], "calls ah.inference.grouped_query_attention"),
+    (sdpa_math, "calls scaled_dot_product_attention"),
     (wrong_pairing, "wrong key heads"),
     (unscaled, "not scaled"),
     (sdpa, "calls scaled_dot_product_attention"),

@@ -1,7 +1,9 @@
 """The one private PyTorch API attn_helpers uses: these tests fail loudly when a PyTorch release changes it."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -45,3 +47,18 @@ def test_watch_still_records_operators_below_autograd():
     with Watch() as watch:
         torch.randn(2, 3).softmax(-1)
     assert any(op.name == "_softmax" for op in watch.ops)
+
+
+def test_no_other_module_imports_a_private_torch_module():
+    """Private PyTorch stays behind attn_helpers/_torch_private.py, the one place its test watches."""
+    package = Path(__file__).resolve().parent.parent / "attn_helpers"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_torch_private.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            found += [f"{path.relative_to(package)}: {n}" for n in names
+                      if n.split(".")[0] == "torch" and any(part.startswith("_") for part in n.split(".")[1:])]
+    assert not found, f"private torch imported outside _torch_private.py: {found}"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 
@@ -12,7 +11,7 @@ from .. import circuits, depth, position
 from ..attention import attention
 from ..explore import ODYSSEY_SENTENCE
 from ..glove import GloVe
-from . import CheckFailed, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value
 
 __all__ = [
     "exercise_sequence",
@@ -75,29 +74,16 @@ def collapse_pieces(r_residual: float, r_layer_norm: float) -> None:
     }, atol=1e-6)
 
 
-@contextlib.contextmanager
-def _forbidden(module: object, name: str, message: str) -> Iterator[None]:
-    """Replace ``module.name`` by a function that raises ``CheckFailed(message)`` while the block runs."""
-    original = getattr(module, name)
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise CheckFailed(message)
-
-    setattr(module, name, refuse)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
-
-
 def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Exercise ex-ch08-rope: ``fn(x, positions)`` rotates pairs (2i, 2i+1) of ``x`` (…, t, d) by ``p θ_i``."""
     gen = torch.Generator().manual_seed(802)
     x = torch.randn(2, 5, 8, generator=gen)  # (b, t, d)
     positions = torch.tensor([0, 3, 7, 1, 12])
     message = "the exercise asks you to write RoPE yourself; do not call ah.position.rope or position.rope."
-    with _forbidden(position, "rope", message):  # ah.position is the same module
+    with Watch([position.rope]) as watch:  # however the learner reached it: ah.position.rope, or an imported name
         answer = fn(x.clone(), positions.clone())
+    if watch.called:
+        raise CheckFailed(message)
     expected = position.rope(x, positions)
     angles = positions[:, None].double() * position.frequencies(8)  # (t, d/2)
     cos, sin = torch.cos(angles).float(), torch.sin(angles).float()
@@ -148,8 +134,10 @@ def qk_circuit_function(fn: Callable[[circuits.AttentionOnly], torch.Tensor], mo
         fresh = circuits.AttentionOnly(model.vocab_size, model.seq_len, model.d_model, 2)  # catches hard-coded answers
     message = "the exercise asks you to compute the circuit yourself; do not call circuits.qk_circuit."
     for name, m in (("the chapter's model", model), ("a freshly initialised model", fresh)):
-        with _forbidden(circuits, "qk_circuit", message), torch.no_grad():
+        with Watch([circuits.qk_circuit]) as watch, torch.no_grad():
             answer = fn(m)
+        if watch.called:
+            raise CheckFailed(message)
         if isinstance(answer, torch.Tensor) and answer.shape == (m.vocab_size, m.vocab_size):
             answer = answer.detach()
         check_tensor(answer, circuits.qk_circuit(m), f"the circuit of {name}", _circuit_mistakes(m))

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._torch_private import dispatch_mode_base, tensors_in
 from ..attention import attention
+from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
-from . import CheckFailed, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value
 
 __all__ = [
     "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
@@ -54,7 +55,11 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     """Exercise ex-ch09-merge: ``fn(a, b)`` merges two ``(m, l, o)`` triples exactly, with no NaN."""
     full, (a, b) = _shards()
     expected = merge_partials([a, b])
-    answer = fn(tuple(x.clone() for x in a), tuple(x.clone() for x in b))
+    with Watch([merge_partials]) as watch:
+        answer = fn(tuple(x.clone() for x in a), tuple(x.clone() for x in b))
+    if watch.called:
+        raise CheckFailed("merge_two calls ah.merge.merge_partials; the exercise asks you to write the merge "
+                          "yourself, from the equation (rescale both shards to the larger maximum, then add).")
     if not isinstance(answer, tuple) or len(answer) != 3:
         raise CheckFailed("merge_two should return a tuple (m, l, o), like partial_attention.")
     m, ell, o = answer
@@ -80,24 +85,34 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     check_tensor(finished, full, "o / l against attention over all keys")
 
 
-class _OpRecorder(TorchDispatchMode):
-    """Records operator names and the largest tensor any operator returns."""
+class _CopyCounter(dispatch_mode_base()):
+    """Counts how often each ``(t, d_k)`` block of ``sources`` turns up in the tensors that operators make.
 
-    def __init__(self) -> None:
+    A tensor that is a view of an operator's input is not counted (nothing was copied); a block stored
+    transposed, ``(d_k, t)``, is. Keys copied once per query head make each key block turn up h/g times,
+    however the copies are made: all at once, a batch element or a group at a time.
+    """
+
+    def __init__(self, *sources: torch.Tensor) -> None:
         super().__init__()
-        self.ops: set[str] = set()
-        self.largest = 0
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False
+        self.shape = tuple(sources[0].shape[-2:])  # (t, d_k)
+        self.blocks = [block.double() for s in sources for block in s.reshape(-1, *self.shape)]
+        self.counts = [0] * len(self.blocks)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        self.ops.add(str(func.overloadpacket.__name__))
         out = func(*args, **(kwargs or {}))
-        for x in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(x, torch.Tensor):
-                self.largest = max(self.largest, x.numel())
+        storages = {x.untyped_storage().data_ptr() for x in tensors_in((args, kwargs)) if isinstance(x, torch.Tensor)}
+        for x in tensors_in(out):
+            if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x) or x.dim() < 2:
+                continue
+            if x.untyped_storage().data_ptr() in storages:
+                continue
+            if tuple(x.shape[-2:]) == self.shape[::-1]:
+                x = x.transpose(-2, -1)
+            if tuple(x.shape[-2:]) == self.shape:
+                for block in x.detach().reshape(-1, *self.shape).double():
+                    for i, source in enumerate(self.blocks):
+                        self.counts[i] += bool(torch.equal(block, source))
         return out
 
 
@@ -118,19 +133,22 @@ def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
     q, k, v = gqa_inputs()
     r = GQA_H // GQA_G
     expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
-    with torch.no_grad(), _OpRecorder() as rec:
-        answer = fn(q.clone(), k.clone(), v.clone())
-    if rec.ops & {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
-                  "_scaled_dot_product_attention_math"}:
+    k_in, v_in = k.clone(), v.clone()
+    with torch.no_grad(), _CopyCounter(k_in, v_in) as copies, Watch([grouped_query_attention]) as watch:
+        answer = fn(q.clone(), k_in, v_in)
+    if watch.used_fused_attention():
         raise CheckFailed("gqa_decode calls scaled_dot_product_attention; the exercise asks you to write it yourself.")
+    if watch.called:
+        raise CheckFailed("gqa_decode calls ah.inference.grouped_query_attention; the exercise asks you to write "
+                          "it yourself.")
     if isinstance(answer, tuple):
         raise CheckFailed("gqa_decode should return only the output tensor (b, h, 1, d_k), not a tuple.")
-    copied = rec.largest >= GQA_B * GQA_H * GQA_T * GQA_DK  # a (b, h, t, d_k) tensor: keys copied per query head
+    copied = max(copies.counts) >= r  # every query head of a group got its own copy of the group's keys or values
     if copied and isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
             answer.double(), expected.double(), atol=1e-4):
         raise CheckFailed(
-            "the result is right, but the keys or values were copied once per query head (a tensor of "
-            f"{rec.largest} numbers was made; the cache holds {GQA_B * GQA_G * GQA_T * GQA_DK} per tensor). Hint: "
+            "the result is right, but the keys or values were copied once per query head (one (t, d_k) head "
+            f"of the cache turned up {max(copies.counts)} times in the tensors gqa_decode made). Hint: "
             "stack the h/g query heads of a group as rows, q.reshape(b, g, h // g, d_k), and multiply by "
             "k.transpose(-2, -1) of shape (b, g, d_k, t). (Broadcasting k[:, :, None] against 5-D queries "
             "makes torch.matmul copy the keys too.)"
