@@ -44,6 +44,10 @@ def test_broadcast_shape_rejects_wrong_types():
         check.broadcast_shape(None)
     with pytest.raises(CheckFailed, match="tuple of ints"):
         check.broadcast_shape(("two", 4, 5, 6))
+    with pytest.raises(CheckFailed, match="tuple of ints"):
+        check.broadcast_shape("2456")                      # the right digits, as a string
+    with pytest.raises(CheckFailed, match="tuple of ints"):
+        check.broadcast_shape((2.9, 4.2, 5.5, 6.7))        # floats that int() would round down to the answer
 
 
 # ex-ch06-load: three matrices into nn.MultiheadAttention
@@ -230,7 +234,35 @@ def sdpa(q, k, v, block):
     return torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0]
 
 
+def all_blocks_then_two_passes(q, k, v, block):  # scores each block once, but keeps them all for a second pass
+    scale = 1 / math.sqrt(q.shape[-1])
+    scores = [q @ k_b.T * scale for k_b in k.split(block)]                      # every block, kept
+    m = torch.stack([s.amax(-1) for s in scores], -1).amax(-1, keepdim=True)   # (t_q, 1)
+    weights = [torch.exp(s - m) for s in scores]
+    total = sum(w.sum(-1, keepdim=True) for w in weights)
+    return sum(w @ v_b for w, v_b in zip(weights, v.split(block), strict=True)) / total
+
+
+def with_the_merge_helpers(q, k, v, block):  # chapter 9's running softmax, done by the book
+    parts = [ah.merge.partial_attention(q, k_b, v_b) for k_b, v_b in zip(k.split(block), v.split(block), strict=True)]
+    return ah.merge.finish_partial(ah.merge.merge_partials(parts))
+
+
+def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every block's result to the end
+    scale = 1 / math.sqrt(q.shape[-1])
+    outs, lses = [], []
+    for k_b, v_b in zip(k.split(block), v.split(block), strict=True):
+        s = q @ k_b.T * scale
+        lses.append(torch.logsumexp(s, -1, keepdim=True))
+        outs.append(torch.softmax(s, -1) @ v_b)
+    share = torch.softmax(torch.cat(lses, -1), -1)                              # (t_q, n_blocks)
+    return sum(share[:, i:i + 1] * o for i, o in enumerate(outs))
+
+
 @pytest.mark.parametrize("fn, hint", [
+    (all_blocks_then_two_passes, "grows with the number of keys"),
+    (softmax_per_block_then_logsumexp, "grows with the number of keys"),
+    (with_the_merge_helpers, "calls ah.merge.finish_partial, ah.merge.merge_partials, ah.merge.partial_attention"),
     (unscaled, "not scaled"),
     (not_rescaled, "rescale the running sum"),
     (not_normalised, "divide the accumulated output by the running sum"),

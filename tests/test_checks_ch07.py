@@ -89,7 +89,8 @@ def test_combined_mask_rejects_mistakes():
         (causal.expand(2, check.T, check.T), "padding is missing"),
         (real[:, None, :].expand(2, check.T, check.T), "causal part is missing"),
         (causal.T[None] & real[:, None, :], "wrong way round"),
-        (causal[None] & real[:, :, None], "applied to the queries"),
+        (causal[None] & real[:, :, None], "blocks the padded queries"),
+        (causal[None] & real[:, :, None] & real[:, None, :], "blocks the padded queries"),  # chapter 7's both_mask
         (combined_reference().float(), "build a bool mask"),
         (causal, "has shape"),
         ([[True]], "should be a torch.Tensor"),

@@ -187,24 +187,36 @@ def pieces():
         "layer_norm": depth.stack_attention(X, 12, layer_norm=True),
         "both": depth.stack_attention(X, 12, residual=True, layer_norm=True),
         "plain": depth.stack_attention(X, 12),
+        "residual_13": depth.stack_attention(X, 13, residual=True),
     }
 
 
+def collapsed(values):
+    return next(layers for layers, r in enumerate(values) if r < 1e-12)
+
+
 def test_collapse_pieces_accepts_solution(pieces, capsys):
-    check.collapse_pieces(pieces["residual"][-1], pieces["layer_norm"][-1])
+    check.collapse_pieces(pieces["residual"][-1], collapsed(pieces["layer_norm"]))
     out = capsys.readouterr().out
-    assert "✓ r_residual: correct" in out and "✓ r_layer_norm: correct" in out
+    assert "✓ r_residual: correct" in out and "✓ collapsed_layer_norm: correct" in out
+
+
+def test_layer_norm_alone_only_postpones_the_collapse(pieces):  # what the solution says: by one layer
+    assert collapsed(pieces["layer_norm"]) == collapsed(pieces["plain"]) + 1
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda p: (p["layer_norm"][-1], p["residual"][-1]), "collapsed to round-off"),
-    (lambda p: (p["both"][-1], p["layer_norm"][-1]), "both pieces"),
-    (lambda p: (p["plain"][-1], p["layer_norm"][-1]), "neither piece"),  # also collapsed: either hint fits
-    (lambda p: (p["residual"][0], p["layer_norm"][-1]), "before the first layer"),
-    (lambda p: (p["residual"][-2], p["layer_norm"][-1]), "after 11 layers"),
-    (lambda p: (p["residual"][-1], p["both"][-1]), "both pieces"),
-    (lambda p: (p["residual"][-1], p["residual"][-1]), "residual only"),
-    (lambda p: (p["residual"][-1], "0.0"), "should be a number"),
+    (lambda p: (p["layer_norm"][-1], collapsed(p["layer_norm"])), "collapsed to round-off"),
+    (lambda p: (p["both"][-1], collapsed(p["layer_norm"])), "both pieces"),
+    (lambda p: (p["plain"][-1], collapsed(p["layer_norm"])), "neither piece"),  # also collapsed: either hint fits
+    (lambda p: (p["residual"][0], collapsed(p["layer_norm"])), "before the first layer"),
+    (lambda p: (p["residual"][-2], collapsed(p["layer_norm"])), "after 11 layers"),
+    (lambda p: (p["residual_13"][-1], collapsed(p["layer_norm"])), "after 13 layers"),
+    (lambda p: (p["residual"][-1], collapsed(p["plain"])), "neither piece collapses"),   # attention alone
+    (lambda p: (p["residual"][-1], collapsed(p["layer_norm"]) + 1), "count from 0"),
+    (lambda p: (p["residual"][-1], p["layer_norm"][-1]), "is not right"),             # r after 12 layers instead
+    (lambda p: (p["residual"][-1], 0.0), "is not right"),
+    (lambda p: (p["residual"][-1], "6"), "should be a number"),
 ])
 def test_collapse_pieces_rejects_mistakes(pieces, wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

@@ -9,6 +9,8 @@ import torch
 from torch import nn
 
 from ..attention import attention
+from ..cost import TensorMemoryTracker
+from ..merge import finish_partial, merge_partials, partial_attention
 from . import CheckFailed, Watch, check_tensor
 
 __all__ = [
@@ -26,9 +28,12 @@ def broadcast_shape(answer: object) -> None:
     if isinstance(answer, torch.Tensor):
         raise CheckFailed("out_shape should be the shape (a tuple or torch.Size), not the output tensor: use .shape.")
     try:
-        shape = tuple(int(n) for n in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise CheckFailed(f"out_shape should be a tuple of ints such as (1, 2, 3), got {answer!r}.") from None
+        shape = tuple(answer)  # type: ignore[arg-type]
+    except TypeError:
+        shape = None
+    if isinstance(answer, str) or shape is None or not all(isinstance(n, int) and not isinstance(n, bool)
+                                                           for n in shape):
+        raise CheckFailed(f"out_shape should be a tuple of ints such as (1, 2, 3), got {answer!r}.")
     mistakes = {
         (2, 4, 5, 8): "the last dimension of the output comes from the values, not from the queries.",
         (2, 4, 7, 6): "there is one output row per query, not one per key.",
@@ -152,21 +157,27 @@ def _score_products(watch: Watch, t_q: int, d_k: int, block: int) -> int:
     return count
 
 
+# The book's functions that compute attention's softmax, or its running form (chapter 9), for the learner.
+_DONE_FOR_YOU = {attention: "ah.attention", partial_attention: "ah.merge.partial_attention",
+                 merge_partials: "ah.merge.merge_partials", finish_partial: "ah.merge.finish_partial"}
+
+
 def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    block: int) -> object:
     """``fn(q, k, v, block)``, refused if it calls attention for you, holds more than a block of scores,
     overflows, or scores the keys more than once."""
     (t_q, d_k), t_k = q.shape, k.shape[0]
     args = q.clone(), k.clone(), v.clone()
-    with torch.no_grad(), Watch([attention]) as watch:
+    with torch.no_grad(), Watch(_DONE_FOR_YOU) as watch:
         answer = fn(*args, block)
     if isinstance(answer, tuple):
         raise CheckFailed("blockwise_attention should return only the output tensor (t_q, d_v), not a tuple.")
     if watch.called or watch.used_fused_attention():
+        called = ", ".join(sorted(_DONE_FOR_YOU[f] for f in _DONE_FOR_YOU if f.__qualname__ in watch.called))
+        called = called or "F.scaled_dot_product_attention"
         raise CheckFailed(
-            "blockwise_attention calls ah.attention or F.scaled_dot_product_attention, which compute the "
-            "whole softmax for you. Hint: compute one block of scores at a time and update the running "
-            "maximum, sum and output yourself."
+            f"blockwise_attention calls {called}, which computes the softmax (or its running form) for you. "
+            "Hint: compute one block of scores at a time and update the running maximum, sum and output yourself."
         )
     if block < t_k:
         shapes = {_squeezed(o) for op in watch.ops for o in op.outputs}
@@ -206,6 +217,16 @@ def _mistakes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int) -> 
     }
 
 
+def _peak_bytes(fn: Callable[..., torch.Tensor], t_k: int) -> int:
+    """Most bytes of new tensors alive at once while ``fn`` runs on ``t_k`` keys in blocks of 4."""
+    gen = torch.Generator().manual_seed(610)
+    q, k, v = torch.randn(6, 8, generator=gen), torch.randn(t_k, 8, generator=gen), torch.randn(t_k, 5, generator=gen)
+    with torch.no_grad(), TensorMemoryTracker() as tracker:
+        answer = fn(q, k, v, 4)
+    del answer
+    return tracker.peak
+
+
 def blockwise_function(fn: Callable[..., torch.Tensor]) -> None:
     """Exercise ex-ch06-blockwise: ``fn(q, k, v, block)`` equals attention's output, computed in one pass
     over blocks of keys with a running maximum (online softmax), one block of scores at a time."""
@@ -216,3 +237,12 @@ def blockwise_function(fn: Callable[..., torch.Tensor]) -> None:
     for block in (4, k.shape[0]):
         check_tensor(_run_blockwise(fn, q, k, v, block), attention(q, k, v)[0], f"output with block={block}",
                      _mistakes(q, k, v, block))
+    # Holding one block at a time, the memory the function needs does not grow with the number of keys;
+    # keeping every block's scores (or every block's result) until the end makes it grow in proportion.
+    short, long = _peak_bytes(fn, 100), _peak_bytes(fn, 400)
+    if long > 2 * short:
+        raise CheckFailed(
+            f"the output is right, but the memory the function holds grows with the number of keys ({short} bytes "
+            f"of tensors at once for 100 keys, {long} for 400): it keeps every block's scores or results until "
+            "the end. Hint: fold each block into the running maximum, sum and output as it comes, then let it go."
+        )

@@ -65,8 +65,9 @@ def combined_mask(answer: object) -> None:
         "the causal part is missing: query i may only attend keys j <= i.": real[:, None, :].expand(2, T, T),
         "the triangle is the wrong way round: a query looks back (keys j <= i, the lower triangle), "
         "not ahead.": causal.T[None] & real[:, None, :],
-        "the padding mask is applied to the queries (rows); it must block padded keys (columns): "
-        "use real[:, None, :], not real[:, :, None].": causal[None] & real[:, :, None],
+        "this mask blocks the padded queries (rows) too: padding must block the padded keys (columns) only, "
+        "real[:, None, :], not real[:, :, None]. A padded query may attend the real keys; its output is "
+        "simply never used.": causal[None] & real[:, :, None],
     })
 
 

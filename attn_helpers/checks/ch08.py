@@ -51,27 +51,33 @@ def shuffled_with_positions(out: torch.Tensor) -> None:
     })
 
 
-def collapse_pieces(r_residual: float, r_layer_norm: float) -> None:
-    """Exercise ex-ch08-pieces: r after 12 layers on the Odyssey sentence, residual only and LayerNorm only."""
+def _collapsed_after(values: list[float]) -> int | None:
+    return next((layers for layers, r in enumerate(values) if r < 1e-12), None)
+
+
+def collapse_pieces(r_residual: float, collapsed_layer_norm: int) -> None:
+    """Exercise ex-ch08-pieces: on the Odyssey sentence, r after 12 layers with the residual only, and the
+    number of layers after which r is first below 1e-12 with LayerNorm only."""
     X = GloVe().embed(ODYSSEY_SENTENCE)  # (t, d) = (11, 50)
     residual = depth.stack_attention(X, 12, residual=True)
     layer_norm = depth.stack_attention(X, 12, layer_norm=True)
-    plain = depth.stack_attention(X, 12)[-1]
+    plain = depth.stack_attention(X, 12)
     both = depth.stack_attention(X, 12, residual=True, layer_norm=True)[-1]
-    before = "this is r before the first layer; take the last value, after 12 layers: values[-1]."
     check_value(r_residual, residual[-1], "r_residual", {
         "this r has collapsed to round-off, as with LayerNorm only or with neither piece; r_residual "
         "uses residual=True alone.": layer_norm[-1],
-        "this is attention with neither piece; set residual=True.": plain,
+        "this is attention with neither piece; set residual=True.": plain[-1],
         "this is with both pieces; leave layer_norm out (False) for r_residual.": both,
-        before: residual[0],
+        "this is r before the first layer; take the last value, after 12 layers: values[-1].": residual[0],
         "this is r after 11 layers; stack 12 and take the last value.": residual[-2],
-    }, atol=1e-6)
-    check_value(r_layer_norm, layer_norm[-1], "r_layer_norm", {
-        "this is the value with the residual only; r_layer_norm uses layer_norm=True alone.": residual[-1],
-        "this is with both pieces; leave the residual out (False) for r_layer_norm.": both,
-        before: layer_norm[0],
-    }, atol=1e-6)
+        "this is r after 13 layers; stack 12 and take the last value.": depth.stack_attention(X, 13, residual=True)[-1],
+    }, atol=0, rtol=1e-5)
+    expected = _collapsed_after(layer_norm)
+    check_value(collapsed_layer_norm, expected, "collapsed_layer_norm", {
+        "this is when attention with neither piece collapses; use layer_norm=True alone.": _collapsed_after(plain),
+        "values[0] is r before the first layer, so the index of the first value below 1e-12 is the number of "
+        "layers; count from 0.": expected + 1,
+    }, atol=0, rtol=0)
 
 
 def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
