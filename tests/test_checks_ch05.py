@@ -32,6 +32,13 @@ def test_transpose_strides_rejects_mistakes(strides_t, strides_c, hint):
 def test_transpose_strides_rejects_non_tuple():
     with pytest.raises(CheckFailed, match="tuple of integers"):
         check.transpose_strides("60, 4, 12, 1", (60, 20, 4, 1))
+    with pytest.raises(CheckFailed, match="tuple of integers"):
+        check.transpose_strides((60, 4, 12, True), (60, 20, 4, 1))   # True is an int to Python, not a stride
+
+
+def test_parameter_counts_rejects_a_count_that_is_not_whole():
+    with pytest.raises(CheckFailed, match="is not right"):
+        check.parameter_counts(4 * 64 * 64 + 0.4, 4 * 8 * 64 * 64)
 
 
 # ---------------------------------------------------------------- ex-ch05-params
@@ -82,13 +89,14 @@ def merge_ok(x):
 
 def test_split_and_merge_accepts_solution(capsys):
     check.split_and_merge(split_ok, merge_ok)
-    assert capsys.readouterr().out.count("correct") == 2
+    assert capsys.readouterr().out.count("correct") == 3
 
 
 @pytest.mark.parametrize("split, hint", [
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "straight as"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "wrong order"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "forgot the transpose"),
+    (lambda x, h: x.view(2, 5, 3, 4).transpose(1, 2), "does not depend on h"),     # the sizes of the test, hard-coded
 ])
 def test_split_rejects_mistakes(split, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -98,6 +106,7 @@ def test_split_rejects_mistakes(split, hint):
 @pytest.mark.parametrize("merge, hint", [
     (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "transpose\\(1, 2\\) first"),
     (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "wrong order"),
+    (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "contiguous"),  # chapter 5's bug 4
 ])
 def test_merge_rejects_mistakes(merge, hint):
     with pytest.raises(CheckFailed, match=hint):

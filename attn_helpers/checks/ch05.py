@@ -22,7 +22,7 @@ __all__ = [
 
 
 def _as_float(strides: object, name: str) -> torch.Tensor:
-    if not isinstance(strides, (tuple, list)) or not all(isinstance(s, int) for s in strides):
+    if not isinstance(strides, (tuple, list)) or not all(type(s) is int for s in strides):  # not bool, not float
         raise CheckFailed(f"{name} should be a tuple of integers, like the one x.stride() returns.")
     return torch.tensor(strides, dtype=torch.float32)
 
@@ -51,13 +51,13 @@ def parameter_counts(n_split: int, n_full: int) -> None:
         "splitting does not shrink the total: the h heads of width d/h together are d_model wide, so "
         "each of W_q, W_k, W_v, W_o stays d_model × d_model.": 4 * d * d / h,
         "that is the full-width count; split heads have d_k = d_model / h = 8.": 4 * h * d * d,
-    }, atol=0.5, rtol=0)
+    }, atol=0, rtol=0)
     check_value(n_full, 4 * h * d * d, "n_full", {
         "W_o of full-width heads maps h·d_model = 512 features back to d_model: it has h·d_model² weights, "
         "not d_model².": 3 * h * d * d + d * d,
         "you left out the output projection W_o (h·d_model → d_model).": 3 * h * d * d,
         "that is the split-head count; full-width heads are each d_model = 64 wide.": 4 * d * d,
-    }, atol=0.5, rtol=0)
+    }, atol=0, rtol=0)
 
 
 def _split_input() -> torch.Tensor:
@@ -78,7 +78,23 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
         "you forgot the transpose: the result should be (b, h, t, d_k) with heads before tokens.":
             x.view(b, t, h, hk // h),
     })
-    merged = merge_heads(expected.clone())
+    other = 4  # the same features split into another number of heads: h must come from the argument
+    check_tensor(split_heads(x.clone(), other), x.view(b, t, other, hk // other).transpose(1, 2),
+                 f"split_heads(x, {other})", {
+        f"the result does not depend on h: with h={other} each head gets {hk // other} features.": expected,
+    })
+    # what attention returns, and so what merge_heads gets in a model: a contiguous (b, h, t, d_k) tensor
+    heads = expected.contiguous()
+    try:
+        merged = merge_heads(heads.clone())
+    except RuntimeError as error:
+        if "view" not in str(error):
+            raise
+        raise CheckFailed(
+            f"merge_heads raised RuntimeError ({error}) on a contiguous (b, h, t, d_k) tensor, which is what "
+            "attention returns. Hint: after transpose(1, 2) the memory is no longer in reading order, so view "
+            "cannot merge the last two dimensions: use .contiguous().view(...) or .reshape(...)."
+        ) from None
     check_tensor(merged, x, "merge_heads(split)", {
         "you reshaped (b, h, t, d_k) straight to (b, t, h·d_k): transpose(1, 2) first, so the heads of one "
         "token sit next to each other.": expected.reshape(b, t, hk),
