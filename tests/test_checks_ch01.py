@@ -81,6 +81,16 @@ def test_function_rejects_calling_ah_attention(fn):
         check.self_attention_function(fn)
 
 
+@pytest.mark.parametrize("fn, name", [
+    (lambda X: ah.cost.loop_attention(X, X, X, scale=1.0), "ah.cost.loop_attention"),
+    (lambda X: (ah.merge.finish_partial(ah.merge.partial_attention(X, X, X, scale=1.0)),
+                torch.softmax(X @ X.T, dim=-1)), "ah.merge"),
+])
+def test_function_rejects_the_books_other_attention_functions(fn, name):
+    with pytest.raises(CheckFailed, match=f"calls {name}"):
+        check.self_attention_function(fn)
+
+
 def test_function_rejects_fused_attention():
     def fused(X):
         W = torch.softmax(X @ X.T, dim=-1)

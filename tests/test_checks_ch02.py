@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_helpers as ah
+from attn_helpers.attention import _stable_softmax as private_softmax
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch02 as check
 
@@ -84,7 +85,7 @@ def sum_of_scores(x, dim=-1):
 
 def test_stable_softmax_accepts_reference(capsys):
     check.stable_softmax_function(reference_softmax)
-    assert capsys.readouterr().out.count("correct") == 4
+    assert capsys.readouterr().out.count("correct") == 5
 
 
 @pytest.mark.parametrize("fn, hint", [
@@ -95,6 +96,8 @@ def test_stable_softmax_accepts_reference(capsys):
     (always_dim0, "normalise along dim, not along dim 0"),
     (ignores_dim, "dim=0 was ignored"),
     (sum_of_scores, "exponentiates first"),
+    (lambda x, dim=-1: (e := torch.exp(x - x.amin(dim, keepdim=True))) / e.sum(dim, keepdim=True), "not its minimum"),
+    (lambda x, dim=-1: (e := torch.exp(x - x.mean(dim, keepdim=True))) / e.sum(dim, keepdim=True), "not its minimum"),
 ])
 def test_stable_softmax_rejects_mistakes(fn, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -119,12 +122,31 @@ def test_stable_softmax_rejects_ah_softmax():
         check.stable_softmax_function(lambda x, dim=-1: ah.softmax(x, dim=dim))
 
 
+def attention_weights(x, dim=-1):  # the book's softmax, reached through attention with identity keys
+    eye = torch.eye(x.shape[-1])
+    return ah.attention(x, eye, eye, scale=1.0)[1]
+
+
+@pytest.mark.parametrize("fn, name", [
+    (attention_weights, "ah.attention"),
+    (lambda x, dim=-1: private_softmax(x, dim), "ah.softmax"),
+    (lambda x, dim=-1: ah.cost.loop_attention(x, torch.eye(x.shape[-1]), torch.eye(x.shape[-1]), scale=1.0)[1],
+     "ah.cost.loop_attention"),
+    (lambda x, dim=-1: ah.merge.finish_partial(ah.merge.partial_attention(x, torch.eye(x.shape[-1]),
+                                                                          torch.eye(x.shape[-1]), scale=1.0)),
+     "ah.merge"),
+])
+def test_stable_softmax_rejects_the_books_softmax_by_any_route(fn, name):
+    with pytest.raises(CheckFailed, match=f"calls {name}"):
+        check.stable_softmax_function(fn)
+
+
 def test_stable_softmax_accepts_other_stable_forms(capsys):
     def with_logsumexp(x, dim=-1):
         return torch.exp(x - torch.logsumexp(x, dim=dim, keepdim=True))
 
     check.stable_softmax_function(with_logsumexp)
-    assert capsys.readouterr().out.count("correct") == 4
+    assert capsys.readouterr().out.count("correct") == 5
 
 
 # ex-ch02-spread: keys with standard deviation 2

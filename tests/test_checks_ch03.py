@@ -50,6 +50,7 @@ def test_doubled_ship_accepts_reference(glove, capsys):
     (lambda X: torch.softmax(2 * X @ X.T / math.sqrt(50), dim=-1)[6], "doubled only one side"),
     (lambda X: weights(2 * X)[:, 6], "you took column 6"),
     (lambda X: torch.softmax(4 * X @ X.T, dim=-1)[6], "without the division by √d"),
+    (lambda X: torch.eye(11)[6], "a guess of a one-hot row"),               # the likeliest prediction: all on ship
 ])
 def test_doubled_ship_rejects_mistakes(glove, mistake, hint):
     with pytest.raises(CheckFailed, match=hint):

@@ -51,8 +51,9 @@ def doubled_ship_row(w: torch.Tensor) -> None:
         "you doubled only one side of the product; with Q = K = 2X the scores grow four times.":
             torch.softmax(2 * X @ X.T / math.sqrt(50), dim=-1)[6],
         "you took column 6; the weights of 'ship' as a query are row 6 of W.": W2[:, 6],
-        "these are the weights of the doubled vectors without the division by √d; keep the scale.":
-            torch.softmax(4 * X @ X.T, dim=-1)[6],
+        "these weights put everything on 'ship', as the doubled vectors do without the division by √d (or as "
+        "a guess of a one-hot row would). Compute softmax((2X)(2X)ᵀ / √d) and keep the scale: 'ship' keeps "
+        "almost all of its weight, not all of it.": torch.softmax(4 * X @ X.T, dim=-1)[6],
     })
 
 
