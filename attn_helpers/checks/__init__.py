@@ -32,6 +32,7 @@ __all__ = [
     "check_value",
     "Op",
     "Watch",
+    "book_attention",
     "watch_forward",
     "made_by_watched_module",
     "reject_module_outputs",
@@ -171,13 +172,15 @@ class Watch:
     """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran.
 
     ``w.ops`` lists every PyTorch operator (:class:`Op`), ``w.functions`` the names of the torch
-    functions and Tensor methods called, and ``w.called`` the ``__qualname__`` of each of
-    ``functions`` (Python functions such as ``ah.attention``) that ran, however the learner reached it.
+    functions and Tensor methods called, and ``w.called`` the name of each of ``functions`` (Python
+    functions such as ``ah.attention``) that ran, however the learner reached it: its ``__qualname__``,
+    or the name ``functions`` gives it when it maps functions to names.
     """
 
-    def __init__(self, functions: Iterable[Callable] = ()) -> None:
+    def __init__(self, functions: Iterable[Callable] | Mapping[Callable, str] = ()) -> None:
         self.called: set[str] = set()
-        self._codes = {_code_of(f): f.__qualname__ for f in functions}
+        names = functions if isinstance(functions, Mapping) else {f: f.__qualname__ for f in functions}
+        self._codes = {_code_of(f): name for f, name in names.items()}
         self._ops, self._functions = _OpRecorder(), _FunctionRecorder()
         self._previous: object = None
 
@@ -221,6 +224,17 @@ class Watch:
     def used_fused_attention(self) -> bool:
         """True if ``F.scaled_dot_product_attention`` or ``F.multi_head_attention_forward`` ran."""
         return self.used("scaled_dot_product", "multi_head_attention")
+
+
+def book_attention() -> dict[Callable, str]:
+    """The book's functions that compute attention, or its running softmax (chapter 9), for the caller,
+    named as a learner reaches them: for :class:`Watch` in exercises that ask for attention by hand."""
+    from .. import cost, merge
+    from ..attention import attention
+
+    return {attention: "ah.attention", cost.loop_attention: "ah.cost.loop_attention",
+            merge.partial_attention: "ah.merge.partial_attention", merge.merge_partials: "ah.merge.merge_partials",
+            merge.finish_partial: "ah.merge.finish_partial"}
 
 
 def _code_of(fn: Callable) -> object:

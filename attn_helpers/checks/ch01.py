@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..attention import attention
-from . import CheckFailed, Watch, check_tensor
+from . import CheckFailed, Watch, book_attention, check_tensor
 
 __all__ = [
     "TOY_Q",
@@ -45,19 +44,14 @@ def _exercise_sequence() -> torch.Tensor:
 
 def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Exercise ex-ch01-function: ``fn(X) -> (Y, W)`` with raw dot-product weights, without ``ah.attention``."""
-    from .. import cost, merge
-
     X = _exercise_sequence()
-    book = {attention: "ah.attention", cost.loop_attention: "ah.cost.loop_attention",
-            merge.partial_attention: "ah.merge.partial_attention", merge.finish_partial: "ah.merge.finish_partial"}
-    with Watch(book) as watch:
+    with Watch(book_attention()) as watch:
         result = fn(X.clone())
     if watch.called:
-        names = ", ".join(sorted(name for f, name in book.items() if f.__qualname__ in watch.called))
         raise CheckFailed(
-            f"self_attention calls {names} (directly or through another helper), which computes attention for "
-            "you and which the exercise asks you not to use. Hint: build the scores, the softmax and the "
-            "weighted sum yourself with torch."
+            f"self_attention calls {', '.join(sorted(watch.called))} (directly or through another helper), which "
+            "computes attention for you and which the exercise asks you not to use. Hint: build the scores, the "
+            "softmax and the weighted sum yourself with torch."
         )
     if watch.used_fused_attention():
         raise CheckFailed(

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..attention import softmax
-from . import CheckFailed, Watch, check_tensor, check_value
+from ..attention import _stable_softmax, softmax
+from . import CheckFailed, Watch, book_attention, check_tensor, check_value
 
 __all__ = [
     "D_PREDICT", "D_SPREAD", "KEY_STD", "N_PAIRS", "spread_keys", "spread_scale", "stable_softmax_function",
@@ -54,26 +54,14 @@ def _fail_if_not_finite(result: object, what: str, hint: str) -> None:
         raise CheckFailed(f"your softmax of {what} contains NaN or inf. Hint: {hint}")
 
 
-def _book_softmaxes() -> dict[Callable, str]:
-    """The book's functions that compute a softmax for the caller, however it is reached."""
-    from .. import cost, merge
-    from ..attention import _stable_softmax, attention
-
-    return {softmax: "ah.softmax", _stable_softmax: "ah.softmax", attention: "ah.attention",
-            cost.loop_attention: "ah.cost.loop_attention", merge.partial_attention: "ah.merge.partial_attention",
-            merge.finish_partial: "ah.merge.finish_partial", merge.merge_partials: "ah.merge.merge_partials"}
-
-
 def _run_by_hand(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int) -> torch.Tensor:
     """``fn(x, dim=dim)``, refused if it reaches for a ready-made softmax."""
-    book = _book_softmaxes()
-    with Watch(book) as watch:
+    with Watch({**book_attention(), softmax: "ah.softmax", _stable_softmax: "ah.softmax"}) as watch:
         result = fn(x.clone(), dim=dim)
     if watch.called:
-        names = ", ".join(sorted({name for f, name in book.items() if f.__qualname__ in watch.called}))
         raise CheckFailed(
-            f"stable_softmax calls {names}, which computes the softmax for you and which the exercise rules out. "
-            "Hint: write it with torch.exp, amax and sum only."
+            f"stable_softmax calls {', '.join(sorted(watch.called))}, which computes the softmax for you and "
+            "which the exercise rules out. Hint: write it with torch.exp, amax and sum only."
         )
     if watch.used_softmax():
         raise CheckFailed(

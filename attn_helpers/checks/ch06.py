@@ -10,8 +10,7 @@ from torch import nn
 
 from ..attention import attention
 from ..cost import TensorMemoryTracker
-from ..merge import finish_partial, merge_partials, partial_attention
-from . import CheckFailed, Watch, check_tensor
+from . import CheckFailed, Watch, book_attention, check_tensor
 
 __all__ = [
     "EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape",
@@ -157,24 +156,18 @@ def _score_products(watch: Watch, t_q: int, d_k: int, block: int) -> int:
     return count
 
 
-# The book's functions that compute attention's softmax, or its running form (chapter 9), for the learner.
-_DONE_FOR_YOU = {attention: "ah.attention", partial_attention: "ah.merge.partial_attention",
-                 merge_partials: "ah.merge.merge_partials", finish_partial: "ah.merge.finish_partial"}
-
-
 def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    block: int) -> object:
     """``fn(q, k, v, block)``, refused if it calls attention for you, holds more than a block of scores,
     overflows, or scores the keys more than once."""
     (t_q, d_k), t_k = q.shape, k.shape[0]
     args = q.clone(), k.clone(), v.clone()
-    with torch.no_grad(), Watch(_DONE_FOR_YOU) as watch:
+    with torch.no_grad(), Watch(book_attention()) as watch:
         answer = fn(*args, block)
     if isinstance(answer, tuple):
         raise CheckFailed("blockwise_attention should return only the output tensor (t_q, d_v), not a tuple.")
     if watch.called or watch.used_fused_attention():
-        called = ", ".join(sorted(_DONE_FOR_YOU[f] for f in _DONE_FOR_YOU if f.__qualname__ in watch.called))
-        called = called or "F.scaled_dot_product_attention"
+        called = ", ".join(sorted(watch.called)) or "F.scaled_dot_product_attention"
         raise CheckFailed(
             f"blockwise_attention calls {called}, which computes the softmax (or its running form) for you. "
             "Hint: compute one block of scores at a time and update the running maximum, sum and output yourself."
