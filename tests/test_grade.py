@@ -39,6 +39,25 @@ def test_book_gives_labels_checks_and_the_names_they_read(book):
     assert book.check_import == "from attn_helpers.checks import ch01 as check"
 
 
+def test_a_magic_in_the_import_cell_is_read_as_python(tmp_path):
+    nb = chapter()  # the book's import cells end with %config InlineBackend.figure_formats = ["retina"]
+    nb.cells[1].source += '\n%config InlineBackend.figure_formats = ["retina"]'
+    assert read_book(write(nb, tmp_path / "01_magic.ipynb")).check_import == \
+        "from attn_helpers.checks import ch01 as check"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_every_chapter_of_the_book_can_be_graded_from(path, tmp_path):
+    """The grader reads each real chapter, and a submission of the chapter itself has every exercise."""
+    book = read_book(path)
+    number = path.name[:2]
+    assert book.chapter == number
+    assert book.check_import == f"from attn_helpers.checks import ch{number} as check"
+    assembled = assemble(nbformat.read(path, as_version=4), book, tmp_path)
+    assert assembled.missing == [] and assembled.other_chapter is None
+    assert list(assembled.check_cells) == [e.label for e in book.exercises]
+
+
 def test_find_chapter_and_a_chapter_without_exercises(tmp_path):
     assert find_chapter(ROOT / "chapters", "1").name.startswith("01_")
     with pytest.raises(BookError, match="expected one notebook 42_"):

@@ -74,11 +74,14 @@ def _read_names(source: str) -> list[str]:
 
 
 def _check_import(nb: nbformat.NotebookNode) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    to_python = TransformerManager().transform_cell  # IPython's magics (%config …) as the Python they run
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(to_python(cell.source))
         except SyntaxError:
             continue
         for node in tree.body:
