@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import attn_helpers as ah
 from attn_helpers import training
@@ -43,83 +44,101 @@ def test_tied_scores_rejects_wrong_shape():
 
 # ---------------------------------------------------------------- ex-ch04-manual
 
-def _manual_parts():
-    head, x = check.exercise_head(), check.exercise_batch()
-    with torch.no_grad():
-        q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
-    return x, q, k, v
+def head_by_hand(head, x, scale=None, dim=-1, swap=False, average="values"):
+    """The reference answer, or (with an argument) one of the usual mistakes."""
+    q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
+    raw = k @ q.transpose(-2, -1) if swap else q @ k.transpose(-2, -1)
+    weights = torch.softmax(raw / (scale or math.sqrt(head.d_k)), dim=dim)
+    averaged = {"values": v, "transposed": v, "inputs": x, "queries": q}[average]
+    return (weights.transpose(-2, -1) if average == "transposed" else weights) @ averaged, weights
 
 
-def test_manual_head_accepts_solution(capsys):
-    x, q, k, v = _manual_parts()
-    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
-    check.manual_head(weights @ v, weights)
-    assert capsys.readouterr().out == "✓ weights: correct\n✓ out: correct\n"
+def test_head_function_accepts_solution(capsys):
+    check.head_function(head_by_hand)
+    assert capsys.readouterr().out == (
+        "✓ weights: correct\n✓ out: correct\n"
+        "✓ weights on SelfAttentionHead(8, 2, d_v=5): correct\n✓ out on SelfAttentionHead(8, 2, d_v=5): correct\n")
 
 
-def test_manual_head_accepts_solution_compared_with_the_head_afterwards(capsys):
-    head, x = check.exercise_head(), check.exercise_batch()
-    q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T  # with gradients on
-    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
-    out = weights @ v
-    assert torch.allclose(out, head(x)[0], atol=1e-6)  # the comparison the exercise suggests
-    check.manual_head(out, weights)
-    assert capsys.readouterr().out.count("correct") == 2
+def test_head_function_accepts_other_correct_versions(capsys):
+    def with_layers(head, x):  # the head's own nn.Linear layers, and a scale written as a power
+        q, k, v = head.W_q(x), head.W_k(x), head.W_v(x)
+        weights = (q @ k.mT * head.d_k ** -0.5).softmax(dim=-1)
+        return weights @ v, weights
+
+    def einsum(head, x):
+        q = torch.einsum("btd,kd->btk", x, head.W_q.weight)
+        k = torch.einsum("btd,kd->btk", x, head.W_k.weight)
+        v = torch.einsum("btd,vd->btv", x, head.W_v.weight)
+        weights = torch.softmax(torch.einsum("bik,bjk->bij", q, k) / math.sqrt(q.shape[-1]), dim=-1)
+        return torch.einsum("bij,bjv->biv", weights, v), weights
+
+    for fn in (with_layers, einsum):
+        check.head_function(fn)
+    assert capsys.readouterr().out.count("correct") == 8
 
 
-@pytest.mark.parametrize("take", [
+def _same_weights(head, x):
+    twin = ah.SelfAttentionHead(head.d_model, head.d_k, d_v=head.d_v)
+    twin.load_state_dict(head.state_dict())
+    return twin(x)
+
+
+@pytest.mark.parametrize("shortcut", [
     lambda head, x: head(x),  # the shortcut itself
     lambda head, x: head.forward(x),
-    lambda head, x: tuple(t.detach() for t in head(x)),
-    lambda head, x: tuple(t.clone() for t in head(x)),  # a copy, made with gradients on
-    lambda head, x: tuple(t * 1.0 for t in head(x)),
-    lambda head, x: (head(x)[0], head(x)[1][...]),
+    lambda head, x: ah.SelfAttentionHead.forward(head, x),
+    lambda head, x: tuple(t.clone() for t in torch.no_grad()(head)(x)),  # a copy made without gradients
+    _same_weights,  # a fresh head loaded with its weights
+], ids=["call", "forward", "class-forward", "no-grad-copy", "same-weights"])
+def test_head_function_rejects_calling_the_head(shortcut):
+    with pytest.raises(CheckFailed, match="the head's forward"):
+        check.head_function(shortcut)
+
+
+@pytest.mark.parametrize("shortcut, named", [
+    (lambda head, x: ah.attention(head.W_q(x), head.W_k(x), head.W_v(x)), "ah.attention"),
+    (lambda head, x: [torch.stack(t) for t in zip(*(ah.cost.loop_attention(head.W_q(s), head.W_k(s), head.W_v(s))
+                                                     for s in x), strict=True)], "loop_attention"),
+    (lambda head, x: (F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x)), None),
+     "fused attention"),
 ])
-def test_manual_head_rejects_calling_the_head(take):
-    head, x = check.exercise_head(), check.exercise_batch()
-    out, weights = take(head, x)
-    with pytest.raises(CheckFailed, match="comes from calling the head"):
-        check.manual_head(out, weights)
+def test_head_function_rejects_attention_already_written(shortcut, named):
+    with pytest.raises(CheckFailed, match=named):
+        check.head_function(shortcut)
 
 
-def test_manual_head_rejects_calling_the_head_under_no_grad():
-    head, x = check.exercise_head(), check.exercise_batch()
-    with torch.no_grad():
-        out, weights = head(x)
-    with pytest.raises(CheckFailed, match="weights comes from calling the head"):
-        check.manual_head(out, weights)
-
-
-@pytest.mark.parametrize("scale, dim, hint", [
-    (math.sqrt(6), -1, "√d_model"),
-    (math.sqrt(3), -1, "√d_v"),
-    (1.0, -1, "forgot the scale"),
-    (2.0, -2, "wrong dimension"),
+@pytest.mark.parametrize("mistake, hint", [
+    ({"scale": math.sqrt(6)}, "√d_model"),
+    ({"scale": math.sqrt(3)}, "√d_v"),
+    ({"scale": 1.0}, "forgot the scale"),
+    ({"dim": -2}, "wrong dimension"),
+    ({"swap": True}, "swapped"),
+    ({"average": "transposed"}, "transposed"),
+    ({"average": "inputs"}, "inputs X instead of the values"),
+    ({"average": "queries"}, "queries instead of the values"),
 ])
-def test_manual_head_rejects_wrong_weights(scale, dim, hint):
-    x, q, k, v = _manual_parts()
-    w = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=dim)
+def test_head_function_rejects_mistakes(mistake, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.manual_head(w @ v, w)
+        check.head_function(lambda head, x: head_by_hand(head, x, **mistake))
 
 
-def test_manual_head_rejects_swapped_queries_and_keys():
-    x, q, k, v = _manual_parts()
-    w = torch.softmax(k @ q.transpose(-2, -1) / 2.0, dim=-1)
-    with pytest.raises(CheckFailed, match="swapped"):
-        check.manual_head(w @ v, w)
+def test_head_function_rejects_the_exercises_numbers_written_in():
+    with pytest.raises(CheckFailed, match="divide by √2: math.sqrt\\(head.d_k\\)"):
+        check.head_function(lambda head, x: head_by_hand(head, x, scale=2.0))  # right for d_k = 4 only
+
+    def fixed_shapes(head, x):  # the exercise's batch size written in: fails on the other batch
+        q, k, v = (x.reshape(2, 5, -1) @ w.weight.T for w in (head.W_q, head.W_k, head.W_v))
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(head.d_k), dim=-1)
+        return weights @ v, weights
+
+    with pytest.raises(CheckFailed, match="raised RuntimeError on SelfAttentionHead\\(8, 2, d_v=5\\).*take every size"):
+        check.head_function(fixed_shapes)
 
 
-@pytest.mark.parametrize("make_out, hint", [
-    (lambda w, x, q, v: w.transpose(-2, -1) @ v, "transposed"),
-    (lambda w, x, q, v: w @ x, "inputs X instead of the values"),
-    (lambda w, x, q, v: w @ q, "queries instead of the values"),
-])
-def test_manual_head_rejects_wrong_outputs(make_out, hint):
-    x, q, k, v = _manual_parts()
-    w = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
-    with pytest.raises(CheckFailed, match=hint):
-        check.manual_head(make_out(w, x, q, v), w)
+def test_head_function_wants_a_pair():
+    with pytest.raises(CheckFailed, match="should return a pair"):
+        check.head_function(lambda head, x: head_by_hand(head, x)[0])
 
 
 # ---------------------------------------------------------------- ex-ch04-next

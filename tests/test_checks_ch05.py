@@ -5,7 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+import attn_helpers as ah
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch05 as check
 
@@ -116,81 +119,114 @@ def test_merge_rejects_mistakes(merge, hint):
 # ---------------------------------------------------------------- ex-ch05-forward
 
 
-def _forward(scale=None, dim=-1, transpose_split=True, merge="right", project=True):
-    mha, x = check.exercise_mha(), check.exercise_batch()
+def multi_head_by_hand(mha, x, scale=None, dim=-1, transpose_split=True, merge="right", project=True):
+    """The reference answer, or (with an argument) one of the usual mistakes."""
     b, t, d = x.shape
-    h, dk = 3, 4
-    with torch.no_grad():
-        def split(y):
-            return y.view(b, t, h, dk).transpose(1, 2) if transpose_split else y.view(b, h, t, dk)
-        q, k, v = split(mha.W_q(x)), split(mha.W_k(x)), split(mha.W_v(x))
-        w = torch.softmax(q @ k.transpose(-2, -1) / (scale or math.sqrt(dk)), dim=dim)
-        heads = w @ v
-        if merge == "right":
-            merged = heads.transpose(1, 2).reshape(b, t, d)
-        elif merge == "interleaved":
-            merged = heads.permute(0, 2, 3, 1).reshape(b, t, d)
-        else:
-            merged = heads.reshape(b, t, d)
-        return (mha.W_o(merged) if project else merged), w
+    h, dk = mha.num_heads, d // mha.num_heads
+
+    def split(y):
+        return y.view(b, t, h, dk).transpose(1, 2) if transpose_split else y.view(b, h, t, dk)
+
+    q, k, v = split(mha.W_q(x)), split(mha.W_k(x)), split(mha.W_v(x))
+    w = torch.softmax(q @ k.transpose(-2, -1) / (scale or math.sqrt(dk)), dim=dim)
+    heads = w @ v
+    if merge == "right":
+        merged = heads.transpose(1, 2).reshape(b, t, d)
+    elif merge == "interleaved":
+        merged = heads.permute(0, 2, 3, 1).reshape(b, t, d)
+    else:
+        merged = heads.reshape(b, t, d)
+    return (mha.W_o(merged) if project else merged), w
 
 
-def test_manual_multi_head_accepts_solution(capsys):
-    check.manual_multi_head(*_forward())
-    assert capsys.readouterr().out == "✓ weights: correct\n✓ out: correct\n"
+def test_multi_head_function_accepts_solution(capsys):
+    check.multi_head_function(multi_head_by_hand)
+    assert capsys.readouterr().out == (
+        "✓ weights: correct\n✓ out: correct\n"
+        "✓ weights on MultiHeadAttention(8, 4): correct\n✓ out on MultiHeadAttention(8, 4): correct\n")
 
 
-def test_manual_multi_head_accepts_solution_with_gradients_on(capsys):
-    mha, x = check.exercise_mha(), check.exercise_batch()
-    q, k, v = (lin(x).view(2, 5, 3, 4).transpose(1, 2) for lin in (mha.W_q, mha.W_k, mha.W_v))
-    weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
-    out = mha.W_o((weights @ v).transpose(1, 2).reshape(2, 5, 12))
-    assert torch.allclose(out, mha(x)[0], atol=1e-5)  # comparing with the module is fine
-    check.manual_multi_head(out, weights)
-    assert capsys.readouterr().out.count("correct") == 2
+def test_multi_head_function_accepts_weight_matrices_and_einsum(capsys):
+    def einsum(mha, x):
+        b, t, d = x.shape
+        h = mha.num_heads
+        q, k, v = (torch.einsum("btd,ed->bte", x, lin.weight).unflatten(-1, (h, -1)) for lin in (mha.W_q, mha.W_k,
+                                                                                                    mha.W_v))
+        w = torch.softmax(torch.einsum("bihk,bjhk->bhij", q, k) / math.sqrt(d // h), dim=-1)
+        return torch.einsum("bhij,bjhk->bihk", w, v).flatten(2) @ mha.W_o.weight.T, w
+
+    check.multi_head_function(einsum)
+    assert capsys.readouterr().out.count("correct") == 4
 
 
-@pytest.mark.parametrize("take", [
+def _same_weights(mha, x):
+    twin = ah.MultiHeadAttention(mha.d_model, mha.num_heads)
+    twin.load_state_dict(mha.state_dict())
+    return twin(x)
+
+
+@pytest.mark.parametrize("shortcut", [
     lambda mha, x: mha(x),  # the shortcut itself: mha_ex(xb)
-    lambda mha, x: mha.forward(x),
-    lambda mha, x: mha(x, x, x),
-    lambda mha, x: tuple(t.clone() for t in mha(x)),
-    lambda mha, x: tuple(t.detach().contiguous() for t in mha(x)),
-])
-def test_manual_multi_head_rejects_calling_the_module(take):
-    mha, x = check.exercise_mha(), check.exercise_batch()
-    with pytest.raises(CheckFailed, match="comes from calling the module"):
-        check.manual_multi_head(*take(mha, x))
+    lambda mha, x: mha.forward(x, x, x),
+    lambda mha, x: ah.MultiHeadAttention.forward(mha, x),
+    lambda mha, x: tuple(t.clone() for t in torch.no_grad()(mha)(x)),  # a copy made without gradients
+    _same_weights,  # a fresh module loaded with its weights
+], ids=["call", "forward", "class-forward", "no-grad-copy", "same-weights"])
+def test_multi_head_function_rejects_calling_the_module(shortcut):
+    with pytest.raises(CheckFailed, match="the module's forward"):
+        check.multi_head_function(shortcut)
 
 
-def test_manual_multi_head_rejects_mixing_module_and_hand_results():
-    mha, x = check.exercise_mha(), check.exercise_batch()
-    _, weights_hand = _forward()
-    with torch.no_grad():
-        out_module, _ = mha(x)
-    with pytest.raises(CheckFailed, match="out comes from calling the module"):
-        check.manual_multi_head(out_module, weights_hand)
+def _torch_module(mha, x):
+    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=False, batch_first=True)
+    torch_mha.load_state_dict({"in_proj_weight": torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]),
+                               "out_proj.weight": mha.W_o.weight})
+    return torch_mha(x, x, x, average_attn_weights=False)
 
 
-@pytest.mark.parametrize("kwargs, hint", [
+@pytest.mark.parametrize("shortcut, named", [
+    (lambda mha, x: (None, ah.attention(*(mha._split(lin(x)) for lin in (mha.W_q, mha.W_k, mha.W_v)))[1]),
+     "ah.attention, the module's own _split"),
+    (_torch_module, "fused attention"),
+    (lambda mha, x: (None, F.scaled_dot_product_attention(*(lin(x) for lin in (mha.W_q, mha.W_k, mha.W_v)))),
+     "fused attention"),
+], ids=["ah.attention", "nn.MultiheadAttention", "sdpa"])
+def test_multi_head_function_rejects_attention_already_written(shortcut, named):
+    with pytest.raises(CheckFailed, match=named):
+        check.multi_head_function(shortcut)
+
+
+@pytest.mark.parametrize("mistake, hint", [
     ({"scale": math.sqrt(12)}, "√d_model"),
     ({"dim": -2}, "wrong dimension"),
     ({"transpose_split": False}, "without the transpose"),
     ({"scale": 1.0}, "forgot the scale"),
-])
-def test_manual_multi_head_rejects_wrong_weights(kwargs, hint):
-    with pytest.raises(CheckFailed, match=hint):
-        check.manual_multi_head(*_forward(**kwargs))
-
-
-@pytest.mark.parametrize("kwargs, hint", [
     ({"merge": "interleaved"}, "wrong order"),
     ({"merge": "no transpose"}, "mixes tokens"),
     ({"project": False}, "output projection W_o"),
 ])
-def test_manual_multi_head_rejects_wrong_outputs(kwargs, hint):
+def test_multi_head_function_rejects_mistakes(mistake, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.manual_multi_head(*_forward(**kwargs))
+        check.multi_head_function(lambda mha, x: multi_head_by_hand(mha, x, **mistake))
+
+
+def test_multi_head_function_rejects_the_exercises_numbers_written_in():
+    with pytest.raises(CheckFailed, match="divide by √2: take d_k from the module"):
+        check.multi_head_function(lambda mha, x: multi_head_by_hand(mha, x, scale=2.0))  # right for d_k = 4 only
+
+    def three_heads(mha, x):  # the exercise's number of heads written in
+        b, t, d = x.shape
+        q, k, v = (lin(x).view(b, t, 3, -1).transpose(1, 2) for lin in (mha.W_q, mha.W_k, mha.W_v))
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        return mha.W_o((w @ v).transpose(1, 2).reshape(b, t, d)), w
+
+    with pytest.raises(CheckFailed, match="raised RuntimeError on MultiHeadAttention\\(8, 4\\).*from mha and x"):
+        check.multi_head_function(three_heads)
+
+
+def test_multi_head_function_wants_a_pair():
+    with pytest.raises(CheckFailed, match="should return a pair"):
+        check.multi_head_function(lambda mha, x: multi_head_by_hand(mha, x)[0])
 
 
 # ---------------------------------------------------------------- ex-ch05-lookback

@@ -12,8 +12,6 @@ from attn_helpers.checks import (
     as_number,
     check_tensor,
     check_value,
-    made_by_watched_module,
-    watch_forward,
 )
 
 
@@ -142,15 +140,20 @@ def test_watch_restores_the_previous_profiler():
         sys.setprofile(None)
 
 
-def test_watched_module_behaves_as_before_and_marks_its_outputs():
+def test_watch_sees_a_modules_forward_however_it_is_reached():
     torch.manual_seed(0)
-    plain = ah.SelfAttentionHead(6, 4)
-    watched = watch_forward(ah.SelfAttentionHead(6, 4))
-    watched.load_state_dict(plain.state_dict())
-    x = torch.randn(2, 3, 6)
-    assert isinstance(watched, ah.SelfAttentionHead) and repr(watched) == repr(plain)
-    out, weights = watched(x)
-    assert torch.equal(out, plain(x)[0])
-    assert made_by_watched_module(out) and made_by_watched_module(weights[0]) and made_by_watched_module(out + 0)
-    assert not made_by_watched_module(plain(x)[0]) and not made_by_watched_module(torch.ones(2))
-    assert not made_by_watched_module("not a tensor")
+    head, x = ah.SelfAttentionHead(6, 4), torch.randn(2, 3, 6)
+
+    def copied(x):  # a fresh head with the same weights
+        twin = ah.SelfAttentionHead(6, 4)
+        twin.load_state_dict(head.state_dict())
+        return twin(x)
+
+    for route in (head, head.forward, lambda x: ah.SelfAttentionHead.forward(head, x), copied,
+                  lambda x: torch.no_grad()(head)(x)):
+        with Watch({ah.SelfAttentionHead.forward: "the head's forward"}) as watch:
+            route(x)
+        assert watch.called == {"the head's forward"}
+    with Watch({ah.SelfAttentionHead.forward: "the head's forward"}) as watch:
+        head.W_q(x)  # its layers are not the head
+    assert not watch.called

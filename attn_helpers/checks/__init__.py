@@ -2,25 +2,21 @@
 
 Each chapter has a module here (``checks.ch01`` …) whose functions build the expected answer
 and the tensors that the usual mistakes would produce, then call :func:`check_tensor`.
-Exercises done "by hand" also run the learner's function under :class:`Watch`, which records
-the PyTorch operators and the book's functions it calls, so a check can spot a forbidden
-shortcut; :func:`watch_forward` and :func:`made_by_watched_module` do the same for tensors a
-learner computes in a cell from a module the exercise says not to call.
+Exercises done "by hand" ask for a function, which the check runs under :class:`Watch`: it records
+the PyTorch operators and the book's functions (or methods, such as a module's ``forward``) it calls,
+however they are reached, so a check can spot a forbidden shortcut.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .._torch_private import dispatch_mode_base, tensors_in
@@ -33,9 +29,6 @@ __all__ = [
     "Op",
     "Watch",
     "book_attention",
-    "watch_forward",
-    "made_by_watched_module",
-    "reject_module_outputs",
 ]
 
 
@@ -239,61 +232,3 @@ def book_attention() -> dict[Callable, str]:
 
 def _code_of(fn: Callable) -> object:
     return getattr(fn, "__wrapped__", fn).__code__
-
-
-_WATCHED_OUTPUTS: deque[torch.Tensor] = deque(maxlen=64)  # kept alive, so their memory cannot be reused
-
-
-@functools.cache
-def _recording_class(cls: type[nn.Module]) -> type[nn.Module]:
-    def forward(self: nn.Module, *args: object, **kwargs: object) -> object:
-        out = cls.forward(self, *args, **kwargs)
-        _WATCHED_OUTPUTS.extend(x for x in tensors_in(out) if isinstance(x, torch.Tensor))
-        return out
-
-    return type(cls.__name__, (cls,), {"forward": forward, "__doc__": cls.__doc__, "__module__": cls.__module__,
-                                       "__qualname__": cls.__qualname__})
-
-
-def watch_forward(module: nn.Module) -> nn.Module:
-    """Make ``module`` remember every tensor its ``forward`` returns (through ``module(x)`` or
-    ``module.forward(x)``); it still computes and prints exactly as before. Returns ``module``."""
-    module.__class__ = _recording_class(type(module))
-    return module
-
-
-def reject_module_outputs(answers: dict[str, object], calling: str, hint: str) -> None:
-    """Raise :class:`CheckFailed` if any of ``answers`` (name: tensor) was made by a watched module.
-
-    ``calling`` names the forbidden call ("the head (head_ex(xb) or head_ex.forward)"), ``hint`` the way
-    the exercise asks for instead.
-    """
-    for name, answer in answers.items():
-        if made_by_watched_module(answer):
-            raise CheckFailed(f"{name} comes from calling {calling}, which the exercise asks you not to do. "
-                              f"Hint: {hint}")
-
-
-def made_by_watched_module(answer: object) -> bool:
-    """True if ``answer`` is, or was computed from, an output of a module passed to :func:`watch_forward`.
-
-    Catches the output itself and any view of it (``out[0]``, ``.detach()``), through shared
-    memory, and anything computed from it with gradients on (``.clone()``, ``out * 1``) through the
-    autograd graph. A copy made under ``torch.no_grad()`` is not caught.
-    """
-    if not isinstance(answer, torch.Tensor) or not _WATCHED_OUTPUTS:
-        return False
-    pointer = answer.untyped_storage().data_ptr()
-    if pointer and any(out.untyped_storage().data_ptr() == pointer for out in _WATCHED_OUTPUTS):
-        return True
-    targets = {out.grad_fn for out in _WATCHED_OUTPUTS if out.grad_fn is not None}
-    todo, seen = [answer.grad_fn], set()
-    while todo and len(seen) < 100_000:
-        node = todo.pop()
-        if node is None or node in seen:
-            continue
-        if node in targets:
-            return True
-        seen.add(node)
-        todo.extend(next_node for next_node, _ in node.next_functions)
-    return False

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from ..modules import SelfAttentionHead
+from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, check_tensor, reject_module_outputs, watch_forward
+from . import CheckFailed, Watch, book_attention, check_tensor
 
 __all__ = [
     "exercise_sequence",
@@ -17,7 +18,7 @@ __all__ = [
     "tied_scores",
     "exercise_head",
     "exercise_batch",
-    "manual_head",
+    "head_function",
     "next_token_head",
     "recall_question",
     "recall_scores",
@@ -51,18 +52,18 @@ def tied_scores(answer: torch.Tensor) -> None:
     })
 
 
-def exercise_head() -> SelfAttentionHead:
-    """The head of exercise ex-ch04-manual: d_model=6, d_k=4, d_v=3, seeded.
-
-    It remembers what its forward returns, so :func:`manual_head` can tell an answer taken from
-    ``head(xb)`` from one computed by hand.
-    """
-    gen = torch.Generator().manual_seed(403)
-    head = SelfAttentionHead(6, 4, d_v=3)
+def _seeded_head(d_model: int, d_k: int, d_v: int, seed: int) -> SelfAttentionHead:
+    gen = torch.Generator().manual_seed(seed)
+    head = SelfAttentionHead(d_model, d_k, d_v=d_v)
     with torch.no_grad():
         for lin in (head.W_q, head.W_k, head.W_v):
             lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen))
-    return watch_forward(head)
+    return head
+
+
+def exercise_head() -> SelfAttentionHead:
+    """The head of exercise ex-ch04-manual: d_model=6, d_k=4, d_v=3, seeded."""
+    return _seeded_head(6, 4, 3, seed=403)
 
 
 def exercise_batch() -> torch.Tensor:
@@ -70,12 +71,34 @@ def exercise_batch() -> torch.Tensor:
     return torch.randn(2, 5, 6, generator=torch.Generator().manual_seed(404))
 
 
-def manual_head(out: torch.Tensor, weights: torch.Tensor) -> None:
-    """Exercise ex-ch04-manual: the head's output (2, 5, 3) and weights (2, 5, 5), computed by hand."""
-    reject_module_outputs({"weights": weights, "out": out}, "the head (head_ex(xb) or head_ex.forward)",
-                          "project xb with the weights W_q.weight, W_k.weight and W_v.weight yourself; call "
-                          "the head only afterwards, to compare.")
+def _forbidden() -> dict[Callable, str]:
+    return {SelfAttentionHead.forward: "the head's forward (head(x), head.forward(x), or a head with the same "
+                                       "weights)",
+            MultiHeadAttention.forward: "ah.MultiHeadAttention", **book_attention()}
+
+
+def _run_head_function(fn: Callable, head: SelfAttentionHead, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``fn(head, x)``, watched: it must not reach any attention already written, and must return a pair."""
+    hint = ("Hint: project x with the head's weights (x @ head.W_q.weight.T, …), then write the scores, the "
+            "scale and the softmax yourself; call the head only afterwards, to compare.")
+    with Watch(_forbidden()) as watch:
+        result = fn(head, x.clone())
+    if watch.called:
+        raise CheckFailed(f"head_by_hand calls {', '.join(sorted(watch.called))} (directly or through another "
+                          f"helper), which computes the attention for you: the exercise asks you not to. {hint}")
+    if watch.used_fused_attention():
+        raise CheckFailed("head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
+                          f"nn.MultiheadAttention), which computes the attention for you. {hint}")
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed("head_by_hand should return a pair (out, weights), as the head does.")
+    return result
+
+
+def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Exercise ex-ch04-manual: ``fn(head, x) -> (out, weights)``, shapes (b, t, d_v) and (b, t, t), equals
+    ``head(x)`` for any SelfAttentionHead without bias, computed from its weights without calling it."""
     head, x = exercise_head(), exercise_batch()
+    out, weights = _run_head_function(fn, head, x)
     with torch.no_grad():
         q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
     raw = q @ k.transpose(-2, -1)  # (b, t, t)
@@ -96,6 +119,30 @@ def manual_head(out: torch.Tensor, weights: torch.Tensor) -> None:
         "you averaged the inputs X instead of the values V = X W_vᵀ.": expected_w @ x,
         "you averaged the queries instead of the values V = X W_vᵀ.": expected_w @ q,
     })
+    # A head of other sizes, on a batch of other sizes: the scale must come from the head, not be a number.
+    head, x = _seeded_head(8, 2, 5, seed=405), torch.randn(3, 4, 8, generator=torch.Generator().manual_seed(406))
+    try:
+        out, weights = _run_head_function(fn, head, x)
+    except CheckFailed:
+        raise
+    except Exception as exc:  # right sizes hard-coded for the exercise's inputs, most likely
+        raise CheckFailed(f"head_by_hand raised {type(exc).__name__} on SelfAttentionHead(8, 2, d_v=5) and a batch "
+                          f"of shape {tuple(x.shape)}, though it worked on the exercise's head. Hint: take every "
+                          "size from the head and x, not from numbers.") from exc
+    with torch.no_grad():
+        q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
+    raw = q @ k.transpose(-2, -1)
+    expected_w = torch.softmax(raw / math.sqrt(2), dim=-1)
+    name = "on SelfAttentionHead(8, 2, d_v=5)"
+    try:
+        check_tensor(weights, expected_w, f"weights {name}", {
+            "you divided by 2, the √d_k of the exercise's head; this head's d_k is 2, so divide by √2: "
+            "math.sqrt(head.d_k).": torch.softmax(raw / 2.0, dim=-1),
+        })
+        check_tensor(out, expected_w @ v, f"out {name}")
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc} It was right for the exercise's head: take every size and the scale from head "
+                          "and x, not from numbers.") from None
 
 
 def next_token_head(head: nn.Module) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..modules import MultiHeadAttention
-from . import CheckFailed, check_tensor, check_value, reject_module_outputs, watch_forward
+from ..modules import MultiHeadAttention, SelfAttentionHead
+from . import CheckFailed, Watch, book_attention, check_tensor, check_value
 
 __all__ = [
     "transpose_strides",
@@ -16,7 +16,7 @@ __all__ = [
     "split_and_merge",
     "exercise_mha",
     "exercise_batch",
-    "manual_multi_head",
+    "multi_head_function",
     "look_back_distance",
 ]
 
@@ -103,18 +103,18 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
     })
 
 
-def exercise_mha() -> MultiHeadAttention:
-    """The module of exercise ex-ch05-forward: MultiHeadAttention(12, 3), seeded weights.
-
-    It remembers what its forward returns, so :func:`manual_multi_head` can tell an answer taken
-    from ``mha(xb)`` from one computed by hand.
-    """
-    gen = torch.Generator().manual_seed(502)
-    mha = MultiHeadAttention(12, 3)
+def _seeded_mha(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
+    gen = torch.Generator().manual_seed(seed)
+    mha = MultiHeadAttention(d_model, num_heads)
     with torch.no_grad():
         for lin in (mha.W_q, mha.W_k, mha.W_v, mha.W_o):
-            lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) / math.sqrt(12) * 2)
-    return watch_forward(mha)
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen) / math.sqrt(d_model) * 2)
+    return mha
+
+
+def exercise_mha() -> MultiHeadAttention:
+    """The module of exercise ex-ch05-forward: MultiHeadAttention(12, 3), seeded weights."""
+    return _seeded_mha(12, 3, seed=502)
 
 
 def exercise_batch() -> torch.Tensor:
@@ -122,13 +122,35 @@ def exercise_batch() -> torch.Tensor:
     return torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(503))
 
 
-def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
-    """Exercise ex-ch05-forward: out (2, 5, 12) and weights (2, 3, 5, 5) of exercise_mha() on exercise_batch()."""
-    reject_module_outputs({"weights": weights, "out": out}, "the module (mha_ex(xb) or mha_ex.forward)",
-                          "use only its layers W_q, W_k, W_v and W_o, torch.softmax and reshaping.")
-    mha, x = exercise_mha(), exercise_batch()
+def _forbidden() -> dict[Callable, str]:
+    return {MultiHeadAttention.forward: "the module's forward (mha(x), mha.forward(x), or a module with the same "
+                                        "weights)",
+            MultiHeadAttention._split: "the module's own _split",
+            SelfAttentionHead.forward: "ah.SelfAttentionHead", **book_attention()}
+
+
+def _run_multi_head_function(fn: Callable, mha: MultiHeadAttention,
+                             x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``fn(mha, x)``, watched: it must not reach any attention already written, and must return a pair."""
+    hint = ("Hint: use only the module's layers W_q, W_k, W_v and W_o, torch.softmax and reshaping; call the "
+            "module only afterwards, to compare.")
+    with Watch(_forbidden()) as watch:
+        result = fn(mha, x.clone())
+    if watch.called:
+        raise CheckFailed(f"multi_head_by_hand calls {', '.join(sorted(watch.called))} (directly or through "
+                          f"another helper), which does the work for you: the exercise asks you not to. {hint}")
+    if watch.used_fused_attention():
+        raise CheckFailed("multi_head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
+                          f"nn.MultiheadAttention), which computes the attention for you. {hint}")
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed("multi_head_by_hand should return a pair (out, weights), as the module does.")
+    return result
+
+
+def _reference(mha: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The right weights and output, and what the usual mistakes give instead."""
     b, t, d = x.shape
-    h, dk = 3, 4
+    h, dk = mha.num_heads, d // mha.num_heads
     with torch.no_grad():
         q, k, v = (lin(x) for lin in (mha.W_q, mha.W_k, mha.W_v))  # (b, t, d)
 
@@ -138,27 +160,60 @@ def manual_multi_head(out: torch.Tensor, weights: torch.Tensor) -> None:
         raw = split(q) @ split(k).transpose(-2, -1)  # (b, h, t, t)
         w = torch.softmax(raw / math.sqrt(dk), dim=-1)
         no_transpose = [y.reshape(b, h, t, dk) for y in (q, k, v)]
-        w_no_transpose = torch.softmax(no_transpose[0] @ no_transpose[1].transpose(-2, -1) / 2.0, dim=-1)
         heads = w @ split(v)  # (b, h, t, d_k)
         merged = heads.transpose(1, 2).reshape(b, t, d)
-        expected_out = mha.W_o(merged)
-        interleaved = mha.W_o(heads.permute(0, 2, 3, 1).reshape(b, t, d))
-        unmerged = mha.W_o(heads.reshape(b, t, d))
-    check_tensor(weights, w, "weights", {
+        return {
+            "weights": w, "out": mha.W_o(merged), "merged": merged, "raw": raw,
+            "w_no_transpose": torch.softmax(no_transpose[0] @ no_transpose[1].transpose(-2, -1) / math.sqrt(dk),
+                                            dim=-1),
+            "interleaved": mha.W_o(heads.permute(0, 2, 3, 1).reshape(b, t, d)),
+            "unmerged": mha.W_o(heads.reshape(b, t, d)),
+        }
+
+
+def multi_head_function(fn: Callable[[MultiHeadAttention, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Exercise ex-ch05-forward: ``fn(mha, x) -> (out, weights)``, shapes (b, t, d_model) and (b, h, t, t),
+    equals ``mha(x)`` for any MultiHeadAttention without bias, without calling the module."""
+    mha, x = exercise_mha(), exercise_batch()
+    out, weights = _run_multi_head_function(fn, mha, x)
+    ref = _reference(mha, x)
+    raw = ref["raw"]
+    check_tensor(weights, ref["weights"], "weights", {
         "you scaled by √d_model = √12; each head's scores are scaled by √d_k = √(d_model / h) = 2.":
-            torch.softmax(raw / math.sqrt(d), dim=-1),
+            torch.softmax(raw / math.sqrt(12), dim=-1),
         "softmax over the wrong dimension: each query's row must sum to 1, so use dim=-1.":
             torch.softmax(raw / 2.0, dim=-2),
         "you viewed (b, t, h·d_k) straight as (b, h, t, d_k) without the transpose, which mixes tokens "
-        "and heads: view to (b, t, h, d_k), then transpose(1, 2).": w_no_transpose,
+        "and heads: view to (b, t, h, d_k), then transpose(1, 2).": ref["w_no_transpose"],
         "you forgot the scale: divide each head's scores by √d_k = 2.": torch.softmax(raw, dim=-1),
     })
-    check_tensor(out, expected_out, "out", {
+    check_tensor(out, ref["out"], "out", {
         "the heads are merged in the wrong order: transpose(1, 2) back to (b, t, h, d_k), then view as "
-        "(b, t, h·d_k), so head 0's features come first.": interleaved,
-        "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without transpose(1, 2), which mixes tokens.": unmerged,
-        "you forgot the output projection W_o.": merged,
+        "(b, t, h·d_k), so head 0's features come first.": ref["interleaved"],
+        "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without transpose(1, 2), which mixes tokens.": ref["unmerged"],
+        "you forgot the output projection W_o.": ref["merged"],
     })
+    # Other sizes (d_model 8, 4 heads of d_k = 2, a batch (3, 4, 8)): nothing may be a number of the exercise's.
+    mha, x = _seeded_mha(8, 4, seed=504), torch.randn(3, 4, 8, generator=torch.Generator().manual_seed(505))
+    try:
+        out, weights = _run_multi_head_function(fn, mha, x)
+    except CheckFailed:
+        raise
+    except Exception as exc:  # right sizes hard-coded for the exercise's inputs, most likely
+        raise CheckFailed(f"multi_head_by_hand raised {type(exc).__name__} on MultiHeadAttention(8, 4) and a batch "
+                          f"of shape {tuple(x.shape)}, though it worked on the exercise's module. Hint: take every "
+                          "size (b, t, d_model, h, d_k) from mha and x, not from numbers.") from exc
+    ref = _reference(mha, x)
+    name = "on MultiHeadAttention(8, 4)"
+    try:
+        check_tensor(weights, ref["weights"], f"weights {name}", {
+            "you divided by 2, the √d_k of the exercise's module; here d_k = 8 / 4 = 2, so divide by √2: take "
+            "d_k from the module.": torch.softmax(ref["raw"] / 2.0, dim=-1),
+        })
+        check_tensor(out, ref["out"], f"out {name}")
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc} It was right for the exercise's module: take every size (b, t, d_model, h, d_k) "
+                          "from mha and x, not from numbers.") from None
 
 
 def _look_back_weights() -> torch.Tensor:
