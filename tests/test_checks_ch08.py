@@ -93,6 +93,8 @@ def _slow(x, positions):
     (_slow, r"10000\^\(−2i/d\)"),
     (lambda x, positions: x, "x is unchanged"),
     (lambda x, positions: _reference_rope(x, torch.arange(x.shape[-2])), "ignored the positions"),
+    (lambda x, positions: _reference_rope(x, positions - positions[0]), "from the first one"),
+    (lambda x, positions: _reference_rope(x, positions - positions.min()), "from the smallest one"),
     (lambda x, positions: ah.position.rope(x, positions), "do not call ah.position.rope"),
     (lambda x, positions: position.rope(x, positions), "do not call ah.position.rope"),
     (lambda x, positions: rope_by_its_own_name(x, positions), "do not call ah.position.rope"),

@@ -84,7 +84,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     """Exercise ex-ch08-rope: ``fn(x, positions)`` rotates pairs (2i, 2i+1) of ``x`` (…, t, d) by ``p θ_i``."""
     gen = torch.Generator().manual_seed(802)
     x = torch.randn(2, 5, 8, generator=gen)  # (b, t, d)
-    positions = torch.tensor([0, 3, 7, 1, 12])
+    positions = torch.tensor([4, 7, 11, 2, 16])  # not from 0: RoPE rotates by the positions as given
     message = "the exercise asks you to write RoPE yourself; do not call ah.position.rope or position.rope."
     with Watch([position.rope]) as watch:  # however the learner reached it: ah.position.rope, or an imported name
         answer = fn(x.clone(), positions.clone())
@@ -109,6 +109,10 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
         "the frequencies are θ_i = 10000^(−2i/d) for pair i, not 10000^(−i/d).": wrong_freq,
         "x is unchanged: rotate every pair by the angle p θ_i.": x,
         "you ignored the positions argument and used 0, 1, …, t-1.": position.rope(x),
+        "you measured the positions from the first one; rotate each row by its position as given.":
+            position.rope(x, positions - positions[0]),
+        "you measured the positions from the smallest one; rotate each row by its position as given.":
+            position.rope(x, positions - positions.min()),
     }, atol=1e-4)
 
 
