@@ -200,13 +200,23 @@ def test_recall_question_is_fixed_and_well_formed():
     assert x[-1, 18] == 1 and x[:-1, 18].sum() == 0
 
 
+def question_scores(B, x):
+    return x[-1] @ B @ x.T
+
+
 def test_recall_scores_accepts_solution_and_matches_the_head(recall_head, capsys):
+    check.recall_scores(question_scores, recall_head)
+    assert capsys.readouterr().out == ("✓ question_scores(recall_map, x_new): correct\n"
+                                       "✓ question_scores on another map and sequence: correct\n")
     x, _, B = _recall_parts(recall_head)
-    scores_q = x[-1] @ B @ x.T
-    check.recall_scores(scores_q, recall_head)
-    assert "✓ scores_q: correct" in capsys.readouterr().out
     with torch.no_grad():
-        assert torch.allclose(torch.softmax(scores_q, -1), recall_head(x)[1][-1], atol=1e-5)
+        assert torch.allclose(torch.softmax(question_scores(B, x), -1), recall_head(x)[1][-1], atol=1e-5)
+
+
+def test_recall_scores_accepts_other_correct_versions(recall_head, capsys):
+    check.recall_scores(lambda B, x: torch.einsum("i,ij,tj->t", x[-1], B, x), recall_head)
+    check.recall_scores(lambda B, x: (x @ B.T @ x[-1]), recall_head)  # (x_q B x_jᵀ)_j written as a column
+    assert capsys.readouterr().out.count("correct") == 4
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -219,24 +229,38 @@ def test_recall_scores_accepts_solution_and_matches_the_head(recall_head, capsys
     (lambda x, raw, B: torch.log_softmax(x[-1] @ B @ x.T, -1), "without calling the head"),
 ])
 def test_recall_scores_rejects_mistakes(recall_head, wrong, hint):
-    x, raw, B = _recall_parts(recall_head)
     with pytest.raises(CheckFailed, match=hint):
-        check.recall_scores(wrong(x, raw, B), recall_head)
+        check.recall_scores(lambda B, x: wrong(x, B * math.sqrt(recall_head.d_k), B), recall_head)
 
 
 def test_recall_scores_rejects_the_log_of_the_heads_weights(recall_head):
-    x, _, _ = _recall_parts(recall_head)
-    with torch.no_grad():
-        weights = recall_head(x)[1][-1]
-    with pytest.raises(CheckFailed, match="logarithms of the head's weights"):
-        check.recall_scores(weights.log(), recall_head)
+    def logs(B, x):
+        with torch.no_grad():
+            return recall_head(x)[1][-1].log()
+
+    with pytest.raises(CheckFailed, match="the head's forward"):  # the head was called
+        check.recall_scores(logs, recall_head)
+
+
+def test_recall_scores_rejects_the_heads_layers_and_a_fixed_sequence(recall_head):
+    """Read off the head's layers or x_new, the scores are right for the exercise's map and sequence only."""
+    def from_layers(B, x):
+        with torch.no_grad():
+            return recall_head.W_q(x[-1]) @ recall_head.W_k(x).T / math.sqrt(recall_head.d_k)
+
+    with pytest.raises(CheckFailed, match="recall_head's scores.*use its B argument"):
+        check.recall_scores(from_layers, recall_head)
+    x_new, _ = check.recall_question()
+    with pytest.raises(CheckFailed, match="scores of x_new.*use its x argument"):
+        check.recall_scores(lambda B, x: x_new[-1] @ B @ x_new.T, recall_head)
 
 
 def test_recall_scores_rejects_wrong_or_untrained_head(recall_head):
-    x, _, B = _recall_parts(recall_head)
     with pytest.raises(CheckFailed, match="recall_head"):
-        check.recall_scores(x[-1] @ B @ x.T, ah.SelfAttentionHead(18, 8, d_v=10))
+        check.recall_scores(question_scores, ah.SelfAttentionHead(18, 8, d_v=10))
     torch.manual_seed(1)
     fresh = ah.SelfAttentionHead(19, 16, d_v=10)
     with pytest.raises(CheckFailed, match="not learned"):
-        check.recall_scores(x[-1] @ B @ x.T, fresh)
+        check.recall_scores(question_scores, fresh)
+
+

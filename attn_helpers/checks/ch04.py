@@ -186,8 +186,10 @@ def recall_question() -> tuple[torch.Tensor, list[str]]:
     return x[0], recall_labels(keys[0], values[0], query[0])
 
 
-def recall_scores(answer: torch.Tensor, head: nn.Module) -> None:
-    """Exercise ex-ch04-recall: the question's scores ``x_q^T B x_j`` (7,), with B = W_Qᵀ W_K / √d_k of ``head``."""
+def recall_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], head: nn.Module) -> None:
+    """Exercise ex-ch04-recall: ``fn(B, x)`` is the last token's scores ``x_q^T B x_j``, shape (t,), read off a
+    bilinear map B (d, d) alone: on ``head``'s map B = W_Qᵀ W_K / √d_k and ``recall_question()``, and on
+    another map and sequence."""
     from ..tasks import recall_accuracy
 
     if not isinstance(head, SelfAttentionHead) or (head.d_model, head.d_v) != (19, 10):
@@ -201,16 +203,30 @@ def recall_scores(answer: torch.Tensor, head: nn.Module) -> None:
     with torch.no_grad():
         raw = head.W_q.weight.T @ head.W_k.weight  # (d, d)
     B = raw / math.sqrt(head.d_k)
+    with Watch({SelfAttentionHead.forward: "the head's forward", **book_attention()}) as watch:
+        answer = fn(B.clone(), x.clone())
+    if watch.called:
+        raise CheckFailed(f"question_scores calls {', '.join(sorted(watch.called))}: the exercise asks for the "
+                          "scores from B and x alone. Hint: the question's row of scores is x_q B xᵀ.")
     expected = x[-1] @ B @ x.T  # (t,): the question's row
-    check_tensor(answer, expected, "scores_q", {
+    check_tensor(answer, expected, "question_scores(recall_map, x_new)", {
         "you forgot the scale: B = W_Qᵀ W_K / √d_k, as in the chapter's recall_map.": x[-1] @ raw @ x.T,
         "this is how much each token's query likes the question, x_jᵀ B x_q (a column of the scores). "
         "The question's scores are its row: x_qᵀ B x_j, with the question on the left.": x @ B @ x[-1],
         "this is after the softmax; the exercise asks for the scores before it.": torch.softmax(expected, dim=-1),
-        "this is the first pair's row of scores; the question is the last token, x_new[-1].": x[0] @ B @ x.T,
+        "this is the first pair's row of scores; the question is the last token, x[-1].": x[0] @ B @ x.T,
         "this is the whole (t, t) score matrix; keep only the question's row, the last one.": x @ B @ x.T,
-        "you left out B: these are plain dot products x_q·x_j; put B = W_Qᵀ W_K / √d_k between them.":
-            x[-1] @ x.T,
+        "you left out B: these are plain dot products x_q·x_j; put B between them.": x[-1] @ x.T,
         "these are the logarithms of the head's weights, which differ from the scores by a constant; "
-        "compute the scores from recall_map and x_new, without calling the head.": torch.log_softmax(expected, dim=-1),
+        "compute the scores from B and x, without calling the head.": torch.log_softmax(expected, dim=-1),
+    })
+    # Another map and sequence: the scores must come from the B and x the function is given.
+    gen = torch.Generator().manual_seed(407)
+    B_other, x_other = torch.randn(19, 19, generator=gen), torch.randn(6, 19, generator=gen)
+    check_tensor(fn(B_other.clone(), x_other.clone()), x_other[-1] @ B_other @ x_other.T,
+                 "question_scores on another map and sequence", {
+        "these are recall_head's scores, not those of the B the function is given: use its B argument, not "
+        "recall_map or the head's layers.": x_other[-1] @ B @ x_other.T,
+        "these are the scores of x_new, not of the x the function is given: use its x argument.":
+            x[-1] @ B_other @ x.T,
     })
