@@ -1,6 +1,8 @@
 """Every chapter 4 check accepts the reference solution and rejects plausible wrong answers with a hint."""
 
+import concurrent.futures
 import math
+import sys
 
 import pytest
 import torch
@@ -102,6 +104,8 @@ def test_head_function_rejects_calling_the_head(shortcut):
                                                      for s in x), strict=True)], "loop_attention"),
     (lambda head, x: (F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x)), None),
      "fused attention"),
+    (lambda head, x: concurrent.futures.ThreadPoolExecutor().submit(head, x).result(), "starts a thread"),
+    (lambda head, x: (sys.setprofile(None), head(x))[1], "switches off the check's profiler"),
 ])
 def test_head_function_rejects_attention_already_written(shortcut, named):
     with pytest.raises(CheckFailed, match=named):
@@ -121,6 +125,26 @@ def test_head_function_rejects_attention_already_written(shortcut, named):
 def test_head_function_rejects_mistakes(mistake, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.head_function(lambda head, x: head_by_hand(head, x, **mistake))
+
+
+def test_head_function_accepts_a_list_and_a_head_changed_in_place(capsys):
+    def folded(head, x):  # folds the scale into the head's own W_q first
+        with torch.no_grad():
+            head.W_q.weight.div_(math.sqrt(head.d_k))
+        return list(head_by_hand(head, x, scale=1.0))
+
+    check.head_function(folded)
+    assert capsys.readouterr().out.count("correct") == 4
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda head, x: head_by_hand(head, x)[::-1], "you returned \\(weights, out\\)"),
+    (lambda head, x: head_by_hand(head, x, scale=4.0), "divided by d_k = 4"),
+    (lambda head, x: head_by_hand(head, x, scale=0.5), "multiplied by √d_k"),
+])
+def test_head_function_names_more_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.head_function(wrong)
 
 
 def test_head_function_rejects_the_exercises_numbers_written_in():

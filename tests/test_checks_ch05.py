@@ -1,6 +1,8 @@
 """Every chapter 5 check accepts the reference solution and rejects plausible wrong answers with a hint."""
 
+import concurrent.futures
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -177,6 +179,15 @@ def test_multi_head_function_rejects_calling_the_module(shortcut):
         check.multi_head_function(shortcut)
 
 
+def _hidden_from_torch_functions(mha, x):  # not fused when the weights are asked for: bmm and softmax
+    in_proj = torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight])
+    with torch._C.DisableTorchFunction():
+        out, w = F.multi_head_attention_forward(
+            x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), mha.d_model, mha.num_heads, in_proj, None,
+            None, None, False, 0.0, mha.W_o.weight, None, need_weights=True, average_attn_weights=False)
+    return out.transpose(0, 1), w
+
+
 def _torch_module(mha, x):
     torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=False, batch_first=True)
     torch_mha.load_state_dict({"in_proj_weight": torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]),
@@ -187,10 +198,13 @@ def _torch_module(mha, x):
 @pytest.mark.parametrize("shortcut, named", [
     (lambda mha, x: (None, ah.attention(*(mha._split(lin(x)) for lin in (mha.W_q, mha.W_k, mha.W_v)))[1]),
      "ah.attention, the module's own _split"),
-    (_torch_module, "fused attention"),
+    (_torch_module, "nn.MultiheadAttention"),
+    (lambda mha, x: _hidden_from_torch_functions(mha, x), "F.multi_head_attention_forward"),
+    (lambda mha, x: concurrent.futures.ThreadPoolExecutor().submit(mha, x).result(), "starts a thread"),
+    (lambda mha, x: (sys.setprofile(None), mha(x))[1], "switches off the check's profiler"),
     (lambda mha, x: (None, F.scaled_dot_product_attention(*(lin(x) for lin in (mha.W_q, mha.W_k, mha.W_v)))),
      "fused attention"),
-], ids=["ah.attention", "nn.MultiheadAttention", "sdpa"])
+], ids=["ah.attention", "nn.MultiheadAttention", "hidden-mha", "thread", "setprofile", "sdpa"])
 def test_multi_head_function_rejects_attention_already_written(shortcut, named):
     with pytest.raises(CheckFailed, match=named):
         check.multi_head_function(shortcut)
@@ -208,6 +222,36 @@ def test_multi_head_function_rejects_attention_already_written(shortcut, named):
 def test_multi_head_function_rejects_mistakes(mistake, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.multi_head_function(lambda mha, x: multi_head_by_hand(mha, x, **mistake))
+
+
+def test_multi_head_function_accepts_a_list_a_changed_module_and_float64(capsys):
+    def double(mha, x):  # converts the module it is given in place
+        return list(multi_head_by_hand(mha.double(), x.double()))
+
+    check.multi_head_function(double)
+    assert capsys.readouterr().out.count("correct") == 4
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda mha, x: multi_head_by_hand(mha, x)[::-1], "you returned \\(weights, out\\)"),
+    (lambda mha, x: multi_head_by_hand(mha, x, scale=4.0), "divided by d_k = 4"),
+    (lambda mha, x: (multi_head_by_hand(mha, x)[0], multi_head_by_hand(mha, x)[1].mean(dim=1)), "averaged over"),
+])
+def test_multi_head_function_names_more_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.multi_head_function(wrong)
+
+
+def test_multi_head_function_names_a_split_with_the_heads_last():
+    def heads_last(mha, x):
+        b, t, d = x.shape
+        h, dk = mha.num_heads, d // mha.num_heads
+        q, k, v = (lin(x).view(b, t, dk, h).permute(0, 3, 1, 2) for lin in (mha.W_q, mha.W_k, mha.W_v))
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), dim=-1)
+        return mha.W_o((w @ v).transpose(1, 2).reshape(b, t, d)), w
+
+    with pytest.raises(CheckFailed, match="\\(b, t, d_k, h\\)"):
+        check.multi_head_function(heads_last)
 
 
 def test_multi_head_function_rejects_the_exercises_numbers_written_in():

@@ -1,5 +1,10 @@
 """attn_helpers.checks: the engine every exercise's self-check uses."""
 
+import concurrent.futures
+import subprocess
+import sys
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -157,3 +162,25 @@ def test_watch_sees_a_modules_forward_however_it_is_reached():
     with Watch({ah.SelfAttentionHead.forward: "the head's forward"}) as watch:
         head.W_q(x)  # its layers are not the head
     assert not watch.called
+
+
+@pytest.mark.parametrize("escape, named", [
+    (lambda: threading.Thread(target=print).start(), "starts a thread"),
+    (lambda: concurrent.futures.ThreadPoolExecutor().submit(abs, -1).result(), "starts a thread"),
+    (lambda: subprocess.run(["true"], check=True), "starts a process"),
+    (lambda: sys.setprofile(None), "switches off the check's profiler"),
+    (lambda: sys.setprofile(sys.getprofile()), "switches off the check's profiler"),  # even put back
+], ids=["thread", "pool", "process", "profiler-off", "profiler-reset"])
+def test_watch_fails_when_the_code_gets_out_of_its_sight(escape, named):
+    with pytest.raises(CheckFailed, match=named):
+        with Watch([ah.attention]):
+            escape()
+    assert sys.getprofile() is None
+
+
+def test_nested_watches_see_the_same_calls_and_no_escape():
+    q = torch.ones(2, 3)
+    with Watch([ah.attention]) as outer:
+        with Watch([ah.attention]) as inner:
+            ah.attention(q, q, q)
+    assert outer.called == inner.called == {"attention"} and sys.getprofile() is None

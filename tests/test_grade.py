@@ -155,6 +155,12 @@ def test_closures_are_unsupported_and_forged_files_do_not_run(tmp_path):
         def __reduce__(self):
             return (subprocess.call, (["touch", str(tmp_path / "pwned")],))
 
+    exec("import functools, torch\n@torch.no_grad()\ndef g(x):\n    return x\nh = functools.partial(f, 1)", ns)
+    for name in ("g", "h"):  # a decorated function, a partial: named, not blamed on a class
+        save_in(ns, [name], tmp_path / f"{name}.pt")
+        with pytest.raises(answers.Unsupported, match="is wrapped \\(by a decorator or functools.partial\\)"):
+            answers.load_answers(tmp_path / f"{name}.pt")
+
     torch.save({"label": "ex-x", "answers": {"w": Payload()}, "namespace": {}}, tmp_path / "forged.pt")
     with pytest.raises(pickle.UnpicklingError):
         answers.load_answers(tmp_path / "forged.pt")

@@ -9,6 +9,7 @@ however they are reached, so a check can spot a forbidden shortcut.
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .._torch_private import dispatch_mode_base, tensors_in
@@ -29,6 +31,7 @@ __all__ = [
     "Op",
     "Watch",
     "book_attention",
+    "torch_attention",
 ]
 
 
@@ -168,6 +171,9 @@ class Watch:
     functions and Tensor methods called, and ``w.called`` the name of each of ``functions`` (Python
     functions such as ``ah.attention``) that ran, however the learner reached it: its ``__qualname__``,
     or the name ``functions`` gives it when it maps functions to names.
+
+    It sees only what runs in this thread, through the profiler it installs: code that starts a thread
+    or a process, or changes the profiler, makes it raise :class:`CheckFailed` on exit.
     """
 
     def __init__(self, functions: Iterable[Callable] | Mapping[Callable, str] = ()) -> None:
@@ -176,6 +182,7 @@ class Watch:
         self._codes = {_code_of(f): name for f, name in names.items()}
         self._ops, self._functions = _OpRecorder(), _FunctionRecorder()
         self._previous: object = None
+        self._escape: str | None = None  # how the watched code got out of sight, if it did
 
     @property
     def ops(self) -> list[Op]:
@@ -188,6 +195,8 @@ class Watch:
     def _profile(self, frame, event, arg):  # noqa: ANN001
         if event == "call" and frame.f_code in self._codes:
             self.called.add(self._codes[frame.f_code])
+        elif event == "c_call" and arg in _ESCAPES and self._escape is None and frame.f_code not in _OWN_CODES:
+            self._escape = _ESCAPES[arg]
         if self._previous is not None:
             self._previous(frame, event, arg)
 
@@ -203,7 +212,12 @@ class Watch:
             self._ops.__exit__(*exc)
             self._functions.__exit__(*exc)
         finally:
+            if sys.getprofile() != self._profile and self._escape is None:
+                self._escape = "switches off the check's profiler (sys.setprofile)"
             sys.setprofile(self._previous)
+        if self._escape and exc[0] is None:
+            raise CheckFailed(f"the function {self._escape}, so the check cannot see what it computes. Hint: "
+                              "compute the answer in the function itself.")
 
     def used(self, *fragments: str) -> bool:
         """True if a torch function or operator whose name contains one of ``fragments`` ran."""
@@ -219,6 +233,25 @@ class Watch:
         return self.used("scaled_dot_product", "multi_head_attention")
 
 
+def _escapes() -> dict[Callable, str]:
+    """The builtins through which code leaves the sight of Watch's profiler (one thread of one process)."""
+    found: dict[Callable, str] = {sys.setprofile: "switches off the check's profiler (sys.setprofile)"}
+    for module, names, what in [("_thread", ("start_new_thread", "start_joinable_thread"), "starts a thread"),
+                                ("os", ("fork", "posix_spawn", "posix_spawnp"), "starts a process"),
+                                ("_posixsubprocess", ("fork_exec",), "starts a process")]:
+        try:
+            found.update({getattr(m, n): what for m in [importlib.import_module(module)] for n in names if hasattr(m, n)})
+        except ImportError:  # not on this platform
+            continue
+    return found
+
+
+_ESCAPES = _escapes()
+
+
+_OWN_CODES = {Watch.__enter__.__code__, Watch.__exit__.__code__}  # where a Watch sets the profiler itself
+
+
 def book_attention() -> dict[Callable, str]:
     """The book's functions that compute attention, or its running softmax (chapter 9), for the caller,
     named as a learner reaches them: for :class:`Watch` in exercises that ask for attention by hand."""
@@ -228,6 +261,13 @@ def book_attention() -> dict[Callable, str]:
     return {attention: "ah.attention", cost.loop_attention: "ah.cost.loop_attention",
             merge.partial_attention: "ah.merge.partial_attention", merge.merge_partials: "ah.merge.merge_partials",
             merge.finish_partial: "ah.merge.finish_partial"}
+
+
+def torch_attention() -> dict[Callable, str]:
+    """PyTorch's multi-head attention, as Python functions :class:`Watch` sees however they are reached
+    (``used_fused_attention`` sees their torch functions and operators, which code can hide from it)."""
+    return {nn.functional.multi_head_attention_forward: "F.multi_head_attention_forward",
+            nn.MultiheadAttention.forward: "nn.MultiheadAttention"}
 
 
 def _code_of(fn: Callable) -> object:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -10,7 +11,7 @@ from torch import nn
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, Watch, book_attention, check_tensor
+from . import CheckFailed, Watch, book_attention, check_tensor, torch_attention
 
 __all__ = [
     "exercise_sequence",
@@ -74,23 +75,23 @@ def exercise_batch() -> torch.Tensor:
 def _forbidden() -> dict[Callable, str]:
     return {SelfAttentionHead.forward: "the head's forward (head(x), head.forward(x), or a head with the same "
                                        "weights)",
-            MultiHeadAttention.forward: "ah.MultiHeadAttention", **book_attention()}
+            MultiHeadAttention.forward: "ah.MultiHeadAttention", **book_attention(), **torch_attention()}
 
 
 def _run_head_function(fn: Callable, head: SelfAttentionHead, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``fn(head, x)``, watched: it must not reach any attention already written, and must return a pair."""
-    hint = ("Hint: project x with the head's weights (x @ head.W_q.weight.T, …), then write the scores, the "
-            "scale and the softmax yourself; call the head only afterwards, to compare.")
+    hint = ("Hint: project x with the head's weights (x @ head.W_q.weight.T, …), then compute the scores, scale "
+            "them and take their softmax; call the head only afterwards, to compare.")
     with Watch(_forbidden()) as watch:
-        result = fn(head, x.clone())
+        result = fn(copy.deepcopy(head), x.clone())  # a copy: what fn does to it cannot change the check's head
     if watch.called:
         raise CheckFailed(f"head_by_hand calls {', '.join(sorted(watch.called))} (directly or through another "
                           f"helper), which computes the attention for you: the exercise asks you not to. {hint}")
     if watch.used_fused_attention():
         raise CheckFailed("head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
                           f"nn.MultiheadAttention), which computes the attention for you. {hint}")
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed("head_by_hand should return a pair (out, weights), as the head does.")
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise CheckFailed("head_by_hand should return a pair (out, weights), as the head does: return out, weights.")
     return result
 
 
@@ -109,8 +110,11 @@ def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Te
         "you divided by √d_v = √3; the scale is √d_k = 2, the width of the queries and keys.":
             torch.softmax(raw / math.sqrt(3), dim=-1),
         "you forgot the scale: divide the scores by √d_k = 2 before the softmax.": torch.softmax(raw, dim=-1),
+        "you divided by d_k = 4; the scale is its square root, √d_k = 2.": torch.softmax(raw / 4.0, dim=-1),
+        "you multiplied by √d_k; divide the scores by √d_k = 2.": torch.softmax(raw * 2.0, dim=-1),
         "softmax over the wrong dimension: each query's row must sum to 1, so use dim=-1.":
             torch.softmax(raw / 2.0, dim=-2),
+        "you returned (weights, out): return the outputs first, out, weights, as the head does.": expected_w @ v,
         "queries and keys are swapped: the scores are Q Kᵀ, row i for query i.":
             torch.softmax(raw.transpose(-2, -1) / 2.0, dim=-1),
     })

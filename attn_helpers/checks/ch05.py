@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
 import torch
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
-from . import CheckFailed, Watch, book_attention, check_tensor, check_value
+from . import CheckFailed, Watch, book_attention, check_tensor, check_value, torch_attention
 
 __all__ = [
     "transpose_strides",
@@ -126,24 +127,25 @@ def _forbidden() -> dict[Callable, str]:
     return {MultiHeadAttention.forward: "the module's forward (mha(x), mha.forward(x), or a module with the same "
                                         "weights)",
             MultiHeadAttention._split: "the module's own _split",
-            SelfAttentionHead.forward: "ah.SelfAttentionHead", **book_attention()}
+            SelfAttentionHead.forward: "ah.SelfAttentionHead", **book_attention(), **torch_attention()}
 
 
 def _run_multi_head_function(fn: Callable, mha: MultiHeadAttention,
                              x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``fn(mha, x)``, watched: it must not reach any attention already written, and must return a pair."""
-    hint = ("Hint: use only the module's layers W_q, W_k, W_v and W_o, torch.softmax and reshaping; call the "
-            "module only afterwards, to compare.")
+    hint = ("Hint: use the module's layers W_q, W_k, W_v and W_o, matrix products, torch.softmax and reshaping of "
+            "your own; call the module only afterwards, to compare.")
     with Watch(_forbidden()) as watch:
-        result = fn(mha, x.clone())
+        result = fn(copy.deepcopy(mha), x.clone())  # a copy: what fn does to it cannot change the check's module
     if watch.called:
         raise CheckFailed(f"multi_head_by_hand calls {', '.join(sorted(watch.called))} (directly or through "
                           f"another helper), which does the work for you: the exercise asks you not to. {hint}")
     if watch.used_fused_attention():
         raise CheckFailed("multi_head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
                           f"nn.MultiheadAttention), which computes the attention for you. {hint}")
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed("multi_head_by_hand should return a pair (out, weights), as the module does.")
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise CheckFailed("multi_head_by_hand should return a pair (out, weights), as the module does: return "
+                          "out, weights.")
     return result
 
 
@@ -160,12 +162,14 @@ def _reference(mha: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tens
         raw = split(q) @ split(k).transpose(-2, -1)  # (b, h, t, t)
         w = torch.softmax(raw / math.sqrt(dk), dim=-1)
         no_transpose = [y.reshape(b, h, t, dk) for y in (q, k, v)]
+        heads_last = [y.view(b, t, dk, h).permute(0, 3, 1, 2) for y in (q, k)]  # (b, h, t, d_k), wrongly cut
         heads = w @ split(v)  # (b, h, t, d_k)
         merged = heads.transpose(1, 2).reshape(b, t, d)
         return {
             "weights": w, "out": mha.W_o(merged), "merged": merged, "raw": raw,
             "w_no_transpose": torch.softmax(no_transpose[0] @ no_transpose[1].transpose(-2, -1) / math.sqrt(dk),
                                             dim=-1),
+            "w_heads_last": torch.softmax(heads_last[0] @ heads_last[1].transpose(-2, -1) / math.sqrt(dk), dim=-1),
             "interleaved": mha.W_o(heads.permute(0, 2, 3, 1).reshape(b, t, d)),
             "unmerged": mha.W_o(heads.reshape(b, t, d)),
         }
@@ -186,6 +190,12 @@ def multi_head_function(fn: Callable[[MultiHeadAttention, torch.Tensor], tuple[t
         "you viewed (b, t, h·d_k) straight as (b, h, t, d_k) without the transpose, which mixes tokens "
         "and heads: view to (b, t, h, d_k), then transpose(1, 2).": ref["w_no_transpose"],
         "you forgot the scale: divide each head's scores by √d_k = 2.": torch.softmax(raw, dim=-1),
+        "you divided by d_k = 4; the scale is its square root, √d_k = 2.": torch.softmax(raw / 4.0, dim=-1),
+        "you split the features as (b, t, d_k, h): each head's features are consecutive, so view as "
+        "(b, t, h, d_k), then transpose(1, 2).": ref["w_heads_last"],
+        "these are the weights averaged over the heads (nn.MultiheadAttention's default); return each head's, "
+        "shape (b, h, t, t).": ref["weights"].mean(dim=1),
+        "you returned (weights, out): return the output first, out, weights, as the module does.": ref["out"],
     })
     check_tensor(out, ref["out"], "out", {
         "the heads are merged in the wrong order: transpose(1, 2) back to (b, t, h, d_k), then view as "

@@ -52,6 +52,10 @@ def save_answers(label, names, path):  # runs inside the student's kernel; impor
     def encode(obj):
         if isinstance(obj, types.ModuleType):
             return tag("module", name=obj.__name__)
+        inner = getattr(obj, "func", None) or getattr(obj, "__wrapped__", None)  # functools.partial, a decorator
+        if callable(obj) and getattr(inner, "__globals__", None) is user_ns:
+            return tag("unsupported", why=f"{getattr(inner, '__name__', 'a function')} is wrapped (by a decorator "
+                                          "or functools.partial), which only the student's kernel can rebuild")
         if isinstance(obj, types.FunctionType) and obj.__globals__ is user_ns:
             if obj.__closure__:
                 return tag("unsupported", why=f"the function {obj.__name__} uses a closure")
