@@ -166,3 +166,30 @@ def test_batch_rejects_wrong_outputs():
         check.batched_attention(Xb, Wb, torch.bmm(Wb.transpose(1, 2), Xb))
     with pytest.raises(CheckFailed, match="wrong values"):
         check.batched_attention(Xb, Wb, Yb + 0.1)
+
+
+def _hidden_sdpa(X):  # with the torch-function record off, SDPA shows only as its math fallback's operators
+    W = torch.softmax(X @ X.T, dim=-1)
+    with torch._C.DisableTorchFunction():
+        return F.scaled_dot_product_attention(X, X, X, scale=1.0), W
+
+
+def _torch_module(X):  # nn.MultiheadAttention with identity projections, queries pre-multiplied to undo its scale
+    d = X.shape[-1]
+    mha = torch.nn.MultiheadAttention(d, 1, bias=False)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([torch.eye(d) * d ** 0.5, torch.eye(d), torch.eye(d)]))
+        mha.out_proj.weight.copy_(torch.eye(d))
+    return mha(X, X, X)
+
+
+@pytest.mark.parametrize("fn, named", [(_hidden_sdpa, "scaled_dot_product_attention"),
+                                       (_torch_module, "nn.MultiheadAttention")])
+def test_function_rejects_pytorch_attention_however_hidden(fn, named):
+    with pytest.raises(CheckFailed, match=named):
+        check.self_attention_function(fn)
+
+
+def test_function_may_return_a_list(capsys):
+    check.self_attention_function(lambda X: list(reference_self_attention(X)))
+    assert capsys.readouterr().out.count("correct") == 2

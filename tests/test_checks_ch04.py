@@ -80,6 +80,12 @@ def test_head_function_accepts_other_correct_versions(capsys):
     assert capsys.readouterr().out.count("correct") == 8
 
 
+def _hidden_sdpa(head, x):  # with the torch-function record off, SDPA shows only as its math fallback's operators
+    with torch._C.DisableTorchFunction():
+        out = F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x))
+    return out, head_by_hand(head, x)[1]
+
+
 def _same_weights(head, x):
     twin = ah.SelfAttentionHead(head.d_model, head.d_k, d_v=head.d_v)
     twin.load_state_dict(head.state_dict())
@@ -104,6 +110,7 @@ def test_head_function_rejects_calling_the_head(shortcut):
                                                      for s in x), strict=True)], "loop_attention"),
     (lambda head, x: (F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x)), None),
      "fused attention"),
+    (lambda head, x: _hidden_sdpa(head, x), "fused attention"),
     (lambda head, x: concurrent.futures.ThreadPoolExecutor().submit(head, x).result(), "starts a thread"),
     (lambda head, x: (sys.setprofile(None), head(x))[1], "switches off the check's profiler"),
 ])

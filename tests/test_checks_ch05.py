@@ -179,6 +179,17 @@ def test_multi_head_function_rejects_calling_the_module(shortcut):
         check.multi_head_function(shortcut)
 
 
+def _hidden_sdpa(mha, x):  # (b·h, t, d_k): SDPA's math fallback, with the torch-function record off
+    b, t, d = x.shape
+    h = mha.num_heads
+    q, k, v = (lin(x).view(b, t, h, d // h).transpose(1, 2).reshape(b * h, t, d // h) for lin in (mha.W_q, mha.W_k,
+                                                                                                   mha.W_v))
+    with torch._C.DisableTorchFunction():
+        heads = F.scaled_dot_product_attention(q, k, v)
+    out = mha.W_o(heads.view(b, h, t, d // h).transpose(1, 2).reshape(b, t, d))
+    return out, multi_head_by_hand(mha, x)[1]
+
+
 def _hidden_from_torch_functions(mha, x):  # not fused when the weights are asked for: bmm and softmax
     in_proj = torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight])
     with torch._C.DisableTorchFunction():
@@ -200,11 +211,12 @@ def _torch_module(mha, x):
      "ah.attention, the module's own _split"),
     (_torch_module, "nn.MultiheadAttention"),
     (lambda mha, x: _hidden_from_torch_functions(mha, x), "F.multi_head_attention_forward"),
+    (lambda mha, x: _hidden_sdpa(mha, x), "fused attention"),
     (lambda mha, x: concurrent.futures.ThreadPoolExecutor().submit(mha, x).result(), "starts a thread"),
     (lambda mha, x: (sys.setprofile(None), mha(x))[1], "switches off the check's profiler"),
     (lambda mha, x: (None, F.scaled_dot_product_attention(*(lin(x) for lin in (mha.W_q, mha.W_k, mha.W_v)))),
      "fused attention"),
-], ids=["ah.attention", "nn.MultiheadAttention", "hidden-mha", "thread", "setprofile", "sdpa"])
+], ids=["ah.attention", "nn.MultiheadAttention", "hidden-mha", "hidden-sdpa", "thread", "setprofile", "sdpa"])
 def test_multi_head_function_rejects_attention_already_written(shortcut, named):
     with pytest.raises(CheckFailed, match=named):
         check.multi_head_function(shortcut)

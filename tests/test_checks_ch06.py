@@ -69,6 +69,12 @@ def test_loaded_mha_accepts_reference(capsys):
     assert "✓ in_proj_weight: correct" in out and "✓ the module's output: correct" in out
 
 
+def test_loaded_mha_accepts_a_module_in_float64(capsys):
+    W_q, W_k, W_v, W_o = check.projection_matrices()
+    check.loaded_mha(loaded(torch.cat([W_q, W_k, W_v]), W_o, dtype=torch.float64))
+    assert "✓ the module's output: correct" in capsys.readouterr().out
+
+
 def test_loaded_mha_reference_equals_the_books_module():
     W_q, W_k, W_v, W_o = check.projection_matrices()
     book = ah.MultiHeadAttention(6, 2)
@@ -142,7 +148,18 @@ def per_query_blockwise(q, k, v, block):
     return torch.cat([reference_blockwise(q[i:i + 1], k, v, block) for i in range(q.shape[0])])
 
 
-@pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise])
+def in_float64(q, k, v, block):
+    """Whole copies of the inputs, converted first: they grow with the keys, but much less than scores would."""
+    return reference_blockwise(q.double(), k.double(), v.double(), block).float()
+
+
+def keys_scaled_and_transposed_first(q, k, v, block):
+    """The keys scaled once and stored transposed, then one block of scores at a time."""
+    k_t = (k / math.sqrt(q.shape[-1])).T.contiguous()  # (d_k, t_k)
+    return reference_blockwise(q * math.sqrt(q.shape[-1]), k_t.T, v, block)
+
+
+@pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise, in_float64, keys_scaled_and_transposed_first])
 def test_blockwise_accepts_other_correct_versions(fn, capsys):
     check.blockwise_function(fn)
     assert capsys.readouterr().out.count("correct") == 3

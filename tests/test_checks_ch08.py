@@ -223,3 +223,23 @@ def test_layer_norm_alone_only_postpones_the_collapse(pieces):  # what the solut
 def test_collapse_pieces_rejects_mistakes(pieces, wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.collapse_pieces(*wrong(pieces))
+
+
+def _folded_in_place(m):  # right: folds the scale into layer 2's W_q first (the check hands it a copy)
+    l2 = m.layers[1]
+    l2.W_q.weight /= math.sqrt(l2.d_k)
+    return _by_hand(m) * math.sqrt(l2.d_k)
+
+
+def _zeroed(m):  # wrong: zeroes the weights, then returns the zeros the check would then expect
+    m.layers[1].W_q.weight.zero_()
+    return torch.zeros(m.vocab_size, m.vocab_size)
+
+
+def test_qk_circuit_function_hands_the_function_a_copy(model, capsys):
+    before = [p.clone() for p in model.parameters()]
+    check.qk_circuit_function(_folded_in_place, model)
+    assert capsys.readouterr().out.count("correct") == 2
+    with pytest.raises(CheckFailed, match="the circuit of the chapter's model"):
+        check.qk_circuit_function(_zeroed, model)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))  # the model untouched

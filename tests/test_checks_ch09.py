@@ -88,7 +88,7 @@ def merge_by_helper(a, b):  # the shortcut the exercise forbids, reached by a na
     (no_rescale, "rescale each sum"),
     (normalised, "keep o unnormalised"),
     (min_instead_of_max, "larger of the two"),
-    (lambda a, b: reference_merge(a, b)[2], "should return a tuple"),
+    (lambda a, b: reference_merge(a, b)[2], "should return the triple"),
 ])
 def test_merge_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -203,3 +203,45 @@ def sdpa(q, k, v):
 def test_gqa_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.gqa_function(wrong)
+
+
+def scaled_copies_per_head(q, k, v):  # keys scaled first, then copied for every query head
+    b, h, _, d_k = q.shape
+    r = h // k.shape[1]
+    kk = (k / d_k ** 0.5).repeat_interleave(r, dim=1)  # (b, h, t, d_k)
+    w = torch.softmax(q @ kk.transpose(-2, -1), dim=-1)  # (b, h, 1, t)
+    return (w.reshape(b, k.shape[1], r, -1) @ v).reshape(b, h, 1, d_k)
+
+
+def test_gqa_rejects_copies_of_scaled_keys():
+    with pytest.raises(CheckFailed, match="copied once per query head"):
+        check.gqa_function(scaled_copies_per_head)
+
+
+def test_gqa_rejects_an_answer_kept_from_the_exercises_call():
+    q, k, v = check.gqa_inputs()
+    kept = {q.sum().item(): reference_gqa(q, k, v)}  # computed outside any watch, as the chapter's cell could
+
+    def from_memory(q, k, v):
+        return kept.get(q.sum().item(), torch.zeros_like(q))
+
+    with pytest.raises(CheckFailed, match="on another cache"):
+        check.gqa_function(from_memory)
+
+
+def test_gqa_rejects_sdpa_hidden_from_the_torch_function_record():
+    def hidden(q, k, v):
+        b, h, _, d_k = q.shape
+        g = k.shape[1]
+        with torch._C.DisableTorchFunction():
+            out = torch.nn.functional.scaled_dot_product_attention(q.reshape(b * g, h // g, d_k),
+                                                                   k.reshape(b * g, -1, d_k), v.reshape(b * g, -1, d_k))
+        return out.reshape(b, h, 1, d_k)
+
+    with pytest.raises(CheckFailed, match="scaled_dot_product_attention"):
+        check.gqa_function(hidden)
+
+
+def test_merge_may_return_a_list(capsys):
+    check.merge_function(lambda a, b: list(reference_merge(a, b)))
+    assert "correct" in capsys.readouterr().out

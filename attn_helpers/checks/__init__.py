@@ -229,8 +229,9 @@ class Watch:
         return self.used("softmax", "softmin")
 
     def used_fused_attention(self) -> bool:
-        """True if ``F.scaled_dot_product_attention`` or ``F.multi_head_attention_forward`` ran."""
-        return self.used("scaled_dot_product", "multi_head_attention")
+        """True if ``F.scaled_dot_product_attention`` or ``F.multi_head_attention_forward`` ran, also where the
+        torch-function record was switched off: their math fallback's ``_safe_softmax`` is then what shows."""
+        return self.used("scaled_dot_product", "multi_head_attention", "_safe_softmax")
 
 
 def _escapes() -> dict[Callable, str]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, book_attention, check_tensor
+from . import CheckFailed, Watch, book_attention, check_tensor, torch_attention
 
 __all__ = [
     "TOY_Q",
@@ -45,7 +45,7 @@ def _exercise_sequence() -> torch.Tensor:
 def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Exercise ex-ch01-function: ``fn(X) -> (Y, W)`` with raw dot-product weights, without ``ah.attention``."""
     X = _exercise_sequence()
-    with Watch(book_attention()) as watch:
+    with Watch({**book_attention(), **torch_attention()}) as watch:
         result = fn(X.clone())
     if watch.called:
         raise CheckFailed(
@@ -58,7 +58,7 @@ def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, tor
             "self_attention calls F.scaled_dot_product_attention, which computes the attention for you. "
             "Hint: build the scores, the softmax and the weighted sum yourself with torch."
         )
-    if not (isinstance(result, tuple) and len(result) == 2):
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise CheckFailed("self_attention should return a pair (Y, W): the outputs and the weights.")
     Y, W = result
     scores = X @ X.T  # (t, t)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -145,7 +146,7 @@ def qk_circuit_function(fn: Callable[[circuits.AttentionOnly], torch.Tensor], mo
     message = "the exercise asks you to compute the circuit yourself; do not call circuits.qk_circuit."
     for name, m in (("the chapter's model", model), ("a freshly initialised model", fresh)):
         with Watch([circuits.qk_circuit]) as watch, torch.no_grad():
-            answer = fn(m)
+            answer = fn(copy.deepcopy(m))  # a copy: what fn does to it cannot change the model or the check
         if watch.called:
             raise CheckFailed(message)
         if isinstance(answer, torch.Tensor) and answer.shape == (m.vocab_size, m.vocab_size):

@@ -10,7 +10,7 @@ from .._torch_private import dispatch_mode_base, tensors_in
 from ..attention import attention
 from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
-from . import CheckFailed, Watch, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value, torch_attention
 
 __all__ = [
     "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
@@ -60,8 +60,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     if watch.called:
         raise CheckFailed("merge_two calls ah.merge.merge_partials; the exercise asks you to write the merge "
                           "yourself, from the equation (rescale both shards to the larger maximum, then add).")
-    if not isinstance(answer, tuple) or len(answer) != 3:
-        raise CheckFailed("merge_two should return a tuple (m, l, o), like partial_attention.")
+    if not isinstance(answer, (tuple, list)) or len(answer) != 3:
+        raise CheckFailed("merge_two should return the triple (m, l, o), like partial_attention.")
     m, ell, o = answer
     for name, x in (("m", m), ("l", ell), ("o", o)):
         if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and torch.isnan(x).any():
@@ -85,8 +85,15 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     check_tensor(finished, full, "o / l against attention over all keys")
 
 
+def _direction(block: torch.Tensor) -> torch.Tensor:
+    """``block`` in float64, divided by its norm: a copy and a scaled copy (keys / √d_k) look the same."""
+    block = block.double()
+    return block / block.norm().clamp_min(1e-300)
+
+
 class _CopyCounter(dispatch_mode_base()):
-    """Counts how often each ``(t, d_k)`` block of ``sources`` turns up in the tensors that operators make.
+    """Counts how often each ``(t, d_k)`` block of ``sources``, or a multiple of it, turns up in the tensors that
+    operators make.
 
     A tensor that is a view of an operator's input is not counted (nothing was copied); a block stored
     transposed, ``(d_k, t)``, is. Keys copied once per query head make each key block turn up h/g times,
@@ -96,7 +103,7 @@ class _CopyCounter(dispatch_mode_base()):
     def __init__(self, *sources: torch.Tensor) -> None:
         super().__init__()
         self.shape = tuple(sources[0].shape[-2:])  # (t, d_k)
-        self.blocks = [block.double() for s in sources for block in s.reshape(-1, *self.shape)]
+        self.blocks = [_direction(block) for s in sources for block in s.reshape(-1, *self.shape)]
         self.counts = [0] * len(self.blocks)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
@@ -110,9 +117,10 @@ class _CopyCounter(dispatch_mode_base()):
             if tuple(x.shape[-2:]) == self.shape[::-1]:
                 x = x.transpose(-2, -1)
             if tuple(x.shape[-2:]) == self.shape:
-                for block in x.detach().reshape(-1, *self.shape).double():
+                for block in x.detach().reshape(-1, *self.shape):
+                    block = _direction(block)
                     for i, source in enumerate(self.blocks):
-                        self.counts[i] += bool(torch.equal(block, source))
+                        self.counts[i] += bool(torch.allclose(block, source, rtol=0, atol=1e-6))
         return out
 
 
@@ -128,31 +136,39 @@ def gqa_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return q, k, v
 
 
-def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
-    """Exercise ex-ch09-gqa: ``fn(q, k, v)`` is grouped-query attention, without copying keys per query head."""
-    q, k, v = gqa_inputs()
-    r = GQA_H // GQA_G
+def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             where: str) -> torch.Tensor:
+    """``fn(q, k, v)``, watched; fails if it reaches attention already written or copies keys per query head."""
+    r = q.shape[1] // k.shape[1]
     expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
     k_in, v_in = k.clone(), v.clone()
-    with torch.no_grad(), _CopyCounter(k_in, v_in) as copies, Watch([grouped_query_attention]) as watch:
+    with torch.no_grad(), _CopyCounter(k_in, v_in) as copies, \
+            Watch({grouped_query_attention: "ah.inference.grouped_query_attention", **torch_attention()}) as watch:
         answer = fn(q.clone(), k_in, v_in)
-    if watch.used_fused_attention():
-        raise CheckFailed("gqa_decode calls scaled_dot_product_attention; the exercise asks you to write it yourself.")
-    if watch.called:
-        raise CheckFailed("gqa_decode calls ah.inference.grouped_query_attention; the exercise asks you to write "
-                          "it yourself.")
-    if isinstance(answer, tuple):
+    if watch.called or watch.used_fused_attention():
+        called = ", ".join(sorted(watch.called)) or "scaled_dot_product_attention"
+        raise CheckFailed(f"gqa_decode calls {called}; the exercise asks you to write it yourself.")
+    if isinstance(answer, (tuple, list)):
         raise CheckFailed("gqa_decode should return only the output tensor (b, h, 1, d_k), not a tuple.")
     copied = max(copies.counts) >= r  # every query head of a group got its own copy of the group's keys or values
     if copied and isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
             answer.double(), expected.double(), atol=1e-4):
         raise CheckFailed(
-            "the result is right, but the keys or values were copied once per query head (one (t, d_k) head "
-            f"of the cache turned up {max(copies.counts)} times in the tensors gqa_decode made). Hint: "
-            "stack the h/g query heads of a group as rows, q.reshape(b, g, h // g, d_k), and multiply by "
-            "k.transpose(-2, -1) of shape (b, g, d_k, t). (Broadcasting k[:, :, None] against 5-D queries "
-            "makes torch.matmul copy the keys too.)"
+            f"the result is right {where}, but the keys or values were copied once per query head (one (t, d_k) "
+            f"head of the cache, or a multiple of it, turned up {max(copies.counts)} times in the tensors gqa_decode "
+            "made). Hint: stack the h/g query heads of a group as rows, "
+            "q.reshape(b, g, h // g, d_k), and multiply by k.transpose(-2, -1) of shape (b, g, d_k, t). "
+            "(Broadcasting k[:, :, None] against 5-D queries makes torch.matmul copy the keys too.)"
         )
+    return answer
+
+
+def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
+    """Exercise ex-ch09-gqa: ``fn(q, k, v)`` is grouped-query attention, without copying keys per query head."""
+    q, k, v = gqa_inputs()
+    r = GQA_H // GQA_G
+    expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
+    answer = _run_gqa(fn, q, k, v, "on the exercise's inputs")
     check_tensor(answer, expected, "gqa_decode(q, k, v)", {
         "query heads are paired with the wrong key heads: heads 0-3 share key head 0 and heads 4-7 key head 1 "
         "(i // (h // g), as repeat_interleave orders them), not i % g (as repeat does).":
@@ -160,3 +176,18 @@ def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
         "the scores are not scaled: divide q kᵀ by √d_k.":
             attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1), scale=1.0)[0],
     })
+    # Another cache (1 sequence, 12 query heads in 2 groups, 9 keys of 5 features), made here: nothing the
+    # function kept from the exercise's call fits it, and every size must come from q, k and v.
+    gen = torch.Generator().manual_seed(920)
+    q, k, v = torch.randn(1, 12, 1, 5, generator=gen), torch.randn(1, 2, 9, 5, generator=gen), \
+        torch.randn(1, 2, 9, 5, generator=gen)
+    expected = attention(q, k.repeat_interleave(6, dim=1), v.repeat_interleave(6, dim=1))[0]
+    try:
+        answer = _run_gqa(fn, q, k, v, "on another cache")
+        check_tensor(answer, expected, "gqa_decode on another cache (h = 12, g = 2, t = 9, d_k = 5)")
+    except CheckFailed:
+        raise
+    except Exception as exc:  # sizes of the exercise written in, most likely
+        raise CheckFailed(f"gqa_decode raised {type(exc).__name__} on a cache of other sizes (h = 12, g = 2, "
+                          "t = 9, d_k = 5), though it worked on the exercise's. Hint: take every size from q, k "
+                          "and v, not from numbers.") from exc
