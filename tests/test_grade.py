@@ -155,7 +155,8 @@ def test_closures_are_unsupported_and_forged_files_do_not_run(tmp_path):
         def __reduce__(self):
             return (subprocess.call, (["touch", str(tmp_path / "pwned")],))
 
-    exec("import functools, torch\n@torch.no_grad()\ndef g(x):\n    return x\nh = functools.partial(f, 1)", ns)
+    exec("import functools\ndef logged(fn):\n    @functools.wraps(fn)\n    def inner(x):\n        return fn(x)\n"
+         "    return inner\n@logged\ndef g(x):\n    return x\nh = functools.partial(f, 1)", ns)
     for name in ("g", "h"):  # a decorated function, a partial: named, not blamed on a class
         save_in(ns, [name], tmp_path / f"{name}.pt")
         with pytest.raises(answers.Unsupported, match="is wrapped \\(by a decorator or functools.partial\\)"):
@@ -165,6 +166,45 @@ def test_closures_are_unsupported_and_forged_files_do_not_run(tmp_path):
     with pytest.raises(pickle.UnpicklingError):
         answers.load_answers(tmp_path / "forged.pt")
     assert not (tmp_path / "pwned").exists()
+
+
+def test_torch_grad_mode_decorators_are_saved_without_them(tmp_path):
+    ns: dict = {}
+    exec("import torch\n@torch.no_grad()\ndef f(x):\n    return x * 2\n"
+         "@torch.inference_mode()\ndef g(x):\n    return f(x) + 1", ns)
+    save_in(ns, ["f", "g"], tmp_path / "fg.pt")
+    loaded = answers.load_answers(tmp_path / "fg.pt", modules_only=False)
+    assert loaded["g"](torch.ones(2)).tolist() == [3.0, 3.0]  # the same values, without the grad mode
+
+
+def _executed(answer_outputs: list, check_outputs: list, check_ran: bool = True) -> nbformat.NotebookNode:
+    answer, check_cell = code("w = 1"), code("check.it(w)")
+    answer.outputs, check_cell.outputs = answer_outputs, check_outputs
+    check_cell.execution_count = 2 if check_ran else None
+    return nbformat.v4.new_notebook(cells=[answer, check_cell])
+
+
+def _out(kind: str, text: str = "", ename: str = "", evalue: str = "") -> nbformat.NotebookNode:
+    if kind == "error":
+        return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])
+    return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+
+@pytest.mark.parametrize("answer, check, expected", [
+    ([], [_out("stream", "✓ w: correct\n")], ("passed", "")),
+    # the stub's raise left below a right answer: the check passed, as nbgrader would count it
+    ([_out("error", ename="NotImplementedError")], [_out("stream", "✓ w: correct\n")],
+     ("passed", "(an answer cell also raised NotImplementedError)")),
+    # the stub untouched: the check then fails for want of the answer, and the stub is the reason
+    ([_out("error", ename="NotImplementedError")], [_out("error", ename="NameError", evalue="name 'w' is not defined")],
+     ("error", "NotImplementedError (not answered: the stub is still there)")),
+    ([], [_out("error", ename="CheckFailed", evalue="w is not right yet.\nHint: two lines")],
+     ("failed", "w is not right yet.")),
+])
+def test_the_check_decides_an_exercises_result(answer, check, expected):
+    from grading.notebook import _in_kernel
+
+    assert _in_kernel(_executed(answer, check), [0], 1, None, {}) == expected
 
 
 def test_without_bwrap_the_kernel_still_gets_an_emptied_environment(tmp_path, monkeypatch):

@@ -52,6 +52,9 @@ def save_answers(label, names, path):  # runs inside the student's kernel; impor
     def encode(obj):
         if isinstance(obj, types.ModuleType):
             return tag("module", name=obj.__name__)
+        if isinstance(obj, types.FunctionType) and obj.__code__.co_filename.replace("\\", "/").endswith(
+                "torch/utils/_contextlib.py") and hasattr(obj, "__wrapped__"):
+            return encode(obj.__wrapped__)  # @torch.no_grad(), @torch.inference_mode(): the same values without it
         inner = getattr(obj, "func", None) or getattr(obj, "__wrapped__", None)  # functools.partial, a decorator
         if callable(obj) and getattr(inner, "__globals__", None) is user_ns:
             return tag("unsupported", why=f"{getattr(inner, '__name__', 'a function')} is wrapped (by a decorator "

@@ -28,7 +28,7 @@ def _error(cell) -> str | None:
     """'ExceptionType: message' of the first error a cell raised, else None."""
     for out in cell.get("outputs", []):
         if out.output_type == "error":
-            return f"{out.ename}: {out.evalue}".strip().rstrip(":")
+            return f"{out.ename}: {out.evalue}".strip().rstrip(":").splitlines()[0]  # one line for the table
     return None
 
 
@@ -55,20 +55,25 @@ def _not_run(stopped: Stopped | None, origin: dict[int, int]) -> tuple[str, str]
 
 def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | None,
                origin: dict[int, int]) -> tuple[str, str]:
-    """The result of one exercise as its cells show it in the executed notebook."""
-    for i in answer_cells:
-        if err := _error(nb.cells[i]):
-            return "error", _explain(err)
+    """The result of one exercise as its cells show it in the executed notebook.
+
+    The check decides, as in nbgrader: an answer cell that raised after defining what the check reads (a
+    stub's ``raise NotImplementedError()`` left below the answer, say) does not fail a check that passed;
+    it is noted. When the check did not pass, an error in the answer's cells is the likelier reason.
+    """
+    answer_error = next((err for i in answer_cells if (err := _error(nb.cells[i]))), None)
     check = nb.cells[check_cell]
+    if check.get("execution_count") is None:
+        return ("error", _explain(answer_error)) if answer_error else _not_run(stopped, origin)
     if err := _error(check):
+        if answer_error:
+            return "error", _explain(answer_error)
         if err.startswith("CheckFailed"):
             return "failed", err.removeprefix("CheckFailed:").strip()
         return "error", _explain(err)
-    if check.get("execution_count") is None:
-        return _not_run(stopped, origin)
     if "✓" not in _stdout(check):
         return "error", "the check cell printed no '✓ … correct' line"
-    return "passed", ""
+    return "passed", f"(an answer cell also raised {answer_error})" if answer_error else ""
 
 
 _PACKAGE_COPY: Path | None = None
@@ -207,6 +212,8 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
                     detail = f"the check passed in the student's kernel but not on its saved answers: {detail}"
                 elif result == "unverified":
                     detail = f"the check passed in the student's kernel; {detail}"
+                elif result == "passed":
+                    detail = results[label][1]  # what the kernel noted, if anything
                 results[label] = (result, detail)
         order = [e.label for e in book.exercises]
         rows += [Row(student, label, *results[label]) for label in order if label in results]
