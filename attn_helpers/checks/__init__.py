@@ -32,6 +32,7 @@ __all__ = [
     "Watch",
     "book_attention",
     "torch_attention",
+    "run_by_hand",
 ]
 
 
@@ -269,6 +270,26 @@ def torch_attention() -> dict[Callable, str]:
     (``used_fused_attention`` sees their torch functions and operators, which code can hide from it)."""
     return {nn.functional.multi_head_attention_forward: "F.multi_head_attention_forward",
             nn.MultiheadAttention.forward: "nn.MultiheadAttention"}
+
+
+def run_by_hand(fn: Callable, args: tuple, forbidden: Mapping[Callable, str], name: str, hint: str,
+                owner: str) -> tuple | list:
+    """``fn(*args)`` under :class:`Watch`, for an exercise that asks for ``(out, weights)`` by hand.
+
+    Raises :class:`CheckFailed` if ``fn`` (named ``name``) reached one of ``forbidden`` or PyTorch's fused
+    attention, or did not return a pair as ``owner`` does; ``hint`` says what to do instead.
+    """
+    with Watch(forbidden) as watch:
+        result = fn(*args)
+    if watch.called:
+        raise CheckFailed(f"{name} calls {', '.join(sorted(watch.called))} (directly or through another helper), "
+                          f"which does the work for you: the exercise asks you not to. Hint: {hint}")
+    if watch.used_fused_attention():
+        raise CheckFailed(f"{name} calls PyTorch's fused attention (F.scaled_dot_product_attention or "
+                          f"nn.MultiheadAttention), which computes the attention for you. Hint: {hint}")
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise CheckFailed(f"{name} should return a pair (out, weights), as {owner} does: return out, weights.")
+    return result
 
 
 def _code_of(fn: Callable) -> object:

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, Watch, book_attention, check_tensor, torch_attention
+from . import CheckFailed, Watch, book_attention, check_tensor, run_by_hand, torch_attention
 
 __all__ = [
     "exercise_sequence",
@@ -79,20 +79,10 @@ def _forbidden() -> dict[Callable, str]:
 
 
 def _run_head_function(fn: Callable, head: SelfAttentionHead, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``fn(head, x)``, watched: it must not reach any attention already written, and must return a pair."""
-    hint = ("Hint: project x with the head's weights (x @ head.W_q.weight.T, …), then compute the scores, scale "
-            "them and take their softmax; call the head only afterwards, to compare.")
-    with Watch(_forbidden()) as watch:
-        result = fn(copy.deepcopy(head), x.clone())  # a copy: what fn does to it cannot change the check's head
-    if watch.called:
-        raise CheckFailed(f"head_by_hand calls {', '.join(sorted(watch.called))} (directly or through another "
-                          f"helper), which computes the attention for you: the exercise asks you not to. {hint}")
-    if watch.used_fused_attention():
-        raise CheckFailed("head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
-                          f"nn.MultiheadAttention), which computes the attention for you. {hint}")
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise CheckFailed("head_by_hand should return a pair (out, weights), as the head does: return out, weights.")
-    return result
+    """``fn(head, x)`` on a copy of the head (what fn does to it cannot change the check's), watched."""
+    return run_by_hand(fn, (copy.deepcopy(head), x.clone()), _forbidden(), "head_by_hand",
+                       "project x with the head's weights (x @ head.W_q.weight.T, …), then compute the scores, scale "
+                       "them and take their softmax; call the head only afterwards, to compare.", "the head")
 
 
 def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
-from . import CheckFailed, Watch, book_attention, check_tensor, check_value, torch_attention
+from . import CheckFailed, book_attention, check_tensor, check_value, run_by_hand, torch_attention
 
 __all__ = [
     "transpose_strides",
@@ -132,21 +132,10 @@ def _forbidden() -> dict[Callable, str]:
 
 def _run_multi_head_function(fn: Callable, mha: MultiHeadAttention,
                              x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``fn(mha, x)``, watched: it must not reach any attention already written, and must return a pair."""
-    hint = ("Hint: use the module's layers W_q, W_k, W_v and W_o, matrix products, torch.softmax and reshaping of "
-            "your own; call the module only afterwards, to compare.")
-    with Watch(_forbidden()) as watch:
-        result = fn(copy.deepcopy(mha), x.clone())  # a copy: what fn does to it cannot change the check's module
-    if watch.called:
-        raise CheckFailed(f"multi_head_by_hand calls {', '.join(sorted(watch.called))} (directly or through "
-                          f"another helper), which does the work for you: the exercise asks you not to. {hint}")
-    if watch.used_fused_attention():
-        raise CheckFailed("multi_head_by_hand calls PyTorch's fused attention (F.scaled_dot_product_attention or "
-                          f"nn.MultiheadAttention), which computes the attention for you. {hint}")
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise CheckFailed("multi_head_by_hand should return a pair (out, weights), as the module does: return "
-                          "out, weights.")
-    return result
+    """``fn(mha, x)`` on a copy of the module (what fn does to it cannot change the check's), watched."""
+    return run_by_hand(fn, (copy.deepcopy(mha), x.clone()), _forbidden(), "multi_head_by_hand",
+                       "use the module's layers W_q, W_k, W_v and W_o, matrix products, torch.softmax and reshaping "
+                       "of your own; call the module only afterwards, to compare.", "the module")
 
 
 def _reference(mha: MultiHeadAttention, x: torch.Tensor) -> dict[str, torch.Tensor]:
