@@ -9,11 +9,12 @@ however they are reached, so a check can spot a forbidden shortcut.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import numbers
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ __all__ = [
     "book_attention",
     "torch_attention",
     "run_by_hand",
+    "on_other_sizes",
 ]
 
 
@@ -290,6 +292,20 @@ def run_by_hand(fn: Callable, args: tuple, forbidden: Mapping[Callable, str], na
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise CheckFailed(f"{name} should return a pair (out, weights), as {owner} does: return out, weights.")
     return result
+
+
+@contextlib.contextmanager
+def on_other_sizes(name: str, inputs: str, hint: str) -> Iterator[None]:
+    """Around a check's second run of the learner's function ``name`` on ``inputs`` of other sizes than the
+    exercise's: an exception there, or a wrong answer, becomes a :class:`CheckFailed` that says so and ends
+    with ``hint`` (most likely, a size of the exercise's inputs is written in as a number)."""
+    try:
+        yield
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc} It was right on the exercise's inputs. Hint: {hint}") from None
+    except Exception as exc:
+        raise CheckFailed(f"{name} raised {type(exc).__name__} on {inputs}, though it worked on the exercise's. "
+                          f"Hint: {hint}") from exc
 
 
 def _code_of(fn: Callable) -> object:

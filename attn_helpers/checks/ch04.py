@@ -11,7 +11,7 @@ from torch import nn
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, Watch, book_attention, check_tensor, run_by_hand, torch_attention
+from . import CheckFailed, Watch, book_attention, check_tensor, on_other_sizes, run_by_hand, torch_attention
 
 __all__ = [
     "exercise_sequence",
@@ -115,28 +115,18 @@ def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Te
     })
     # A head of other sizes, on a batch of other sizes: the scale must come from the head, not be a number.
     head, x = _seeded_head(8, 2, 5, seed=405), torch.randn(3, 4, 8, generator=torch.Generator().manual_seed(406))
-    try:
+    with on_other_sizes("head_by_hand", "SelfAttentionHead(8, 2, d_v=5) and a batch of shape (3, 4, 8)",
+                        "take every size and the scale from the head and x, not from numbers."):
         out, weights = _run_head_function(fn, head, x)
-    except CheckFailed:
-        raise
-    except Exception as exc:  # right sizes hard-coded for the exercise's inputs, most likely
-        raise CheckFailed(f"head_by_hand raised {type(exc).__name__} on SelfAttentionHead(8, 2, d_v=5) and a batch "
-                          f"of shape {tuple(x.shape)}, though it worked on the exercise's head. Hint: take every "
-                          "size from the head and x, not from numbers.") from exc
-    with torch.no_grad():
-        q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
-    raw = q @ k.transpose(-2, -1)
-    expected_w = torch.softmax(raw / math.sqrt(2), dim=-1)
-    name = "on SelfAttentionHead(8, 2, d_v=5)"
-    try:
-        check_tensor(weights, expected_w, f"weights {name}", {
+        with torch.no_grad():
+            q, k, v = x @ head.W_q.weight.T, x @ head.W_k.weight.T, x @ head.W_v.weight.T
+        raw = q @ k.transpose(-2, -1)
+        expected_w = torch.softmax(raw / math.sqrt(2), dim=-1)
+        check_tensor(weights, expected_w, "weights on SelfAttentionHead(8, 2, d_v=5)", {
             "you divided by 2, the √d_k of the exercise's head; this head's d_k is 2, so divide by √2: "
             "math.sqrt(head.d_k).": torch.softmax(raw / 2.0, dim=-1),
         })
-        check_tensor(out, expected_w @ v, f"out {name}")
-    except CheckFailed as exc:
-        raise CheckFailed(f"{exc} It was right for the exercise's head: take every size and the scale from head "
-                          "and x, not from numbers.") from None
+        check_tensor(out, expected_w @ v, "out on SelfAttentionHead(8, 2, d_v=5)")
 
 
 def next_token_head(head: nn.Module) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
-from . import CheckFailed, book_attention, check_tensor, check_value, run_by_hand, torch_attention
+from . import CheckFailed, book_attention, check_tensor, check_value, on_other_sizes, run_by_hand, torch_attention
 
 __all__ = [
     "transpose_strides",
@@ -194,25 +194,15 @@ def multi_head_function(fn: Callable[[MultiHeadAttention, torch.Tensor], tuple[t
     })
     # Other sizes (d_model 8, 4 heads of d_k = 2, a batch (3, 4, 8)): nothing may be a number of the exercise's.
     mha, x = _seeded_mha(8, 4, seed=504), torch.randn(3, 4, 8, generator=torch.Generator().manual_seed(505))
-    try:
+    with on_other_sizes("multi_head_by_hand", "MultiHeadAttention(8, 4) and a batch of shape (3, 4, 8)",
+                        "take every size (b, t, d_model, h, d_k) from mha and x, not from numbers."):
         out, weights = _run_multi_head_function(fn, mha, x)
-    except CheckFailed:
-        raise
-    except Exception as exc:  # right sizes hard-coded for the exercise's inputs, most likely
-        raise CheckFailed(f"multi_head_by_hand raised {type(exc).__name__} on MultiHeadAttention(8, 4) and a batch "
-                          f"of shape {tuple(x.shape)}, though it worked on the exercise's module. Hint: take every "
-                          "size (b, t, d_model, h, d_k) from mha and x, not from numbers.") from exc
-    ref = _reference(mha, x)
-    name = "on MultiHeadAttention(8, 4)"
-    try:
-        check_tensor(weights, ref["weights"], f"weights {name}", {
+        ref = _reference(mha, x)
+        check_tensor(weights, ref["weights"], "weights on MultiHeadAttention(8, 4)", {
             "you divided by 2, the √d_k of the exercise's module; here d_k = 8 / 4 = 2, so divide by √2: take "
             "d_k from the module.": torch.softmax(ref["raw"] / 2.0, dim=-1),
         })
-        check_tensor(out, ref["out"], f"out {name}")
-    except CheckFailed as exc:
-        raise CheckFailed(f"{exc} It was right for the exercise's module: take every size (b, t, d_model, h, d_k) "
-                          "from mha and x, not from numbers.") from None
+        check_tensor(out, ref["out"], "out on MultiHeadAttention(8, 4)")
 
 
 def _look_back_weights() -> torch.Tensor:
