@@ -30,7 +30,7 @@ import nbformat
 from book_toc import ROOT
 from exercise_cells import CHECK_TAG, EXERCISE_META, SOLUTION_TAG, Exercise, find_exercises, is_solution
 from make_student import exercise_metadata, inside_gates, is_glue_record
-from plain_markdown import ChapterText
+from plain_markdown import ChapterText, MystError
 
 POINTS = {"easy": 1, "medium": 2, "hard": 3}
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {chapter} is not a chapter notebook (chapters/NN_slug.ipynb)", file=sys.stderr)
             return 2
     for chapter in args.chapters:
-        target = make_nbgrader(chapter, args.out)
+        try:
+            target = make_nbgrader(chapter, args.out)
+        except MystError as exc:  # not a chapter of _toc.yml, say
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         graded = [c.metadata["nbgrader"] for c in nbformat.read(target, as_version=4).cells
                   if c.metadata.get("nbgrader", {}).get("grade")]
         print(f"wrote {target} ({len(graded)} graded cells, {sum(m['points'] for m in graded)} points)")

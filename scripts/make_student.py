@@ -28,7 +28,7 @@ from book_toc import ROOT
 from exercise_cells import CHECK_TAG, EXERCISE_META, PREDICTION_TAG, SOLUTION_TAG, find_exercises, is_solution, read
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
-from plain_markdown import ChapterText
+from plain_markdown import ChapterText, MystError
 from traitlets import Unicode
 
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -130,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {chapter} is not a notebook file; pass chapters/*.ipynb", file=sys.stderr)
             return 2
     for chapter in args.chapters:
-        target = make_student(chapter, args.out)
+        try:
+            target = make_student(chapter, args.out)
+        except MystError as exc:  # not a chapter of _toc.yml, say
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         stubs = sum(1 for cell in read(target).cells if is_solution(cell))
         print(f"wrote {target} ({stubs} solution cells replaced by stubs)")
     return 0

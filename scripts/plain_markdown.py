@@ -309,7 +309,9 @@ def chapter_number(path: Path, root: Path = ROOT) -> int:
     chapters = [f for f in toc_files(root) if f.startswith("chapters/")]
     stem = f"chapters/{Path(path).stem}"
     if stem not in chapters:
-        raise MystError(f"{Path(path).name} is not a chapter listed in {root / '_toc.yml'}; add it there first")
+        raise MystError(f"{Path(path).name} is not a chapter listed in {root / '_toc.yml'}, which gives each chapter "
+                        "its number: add it there, or keep the file name of the chapter it varies (in a folder of "
+                        "its own)")
     return chapters.index(stem) + 1
 
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -16,7 +17,8 @@ from attn_helpers.checks import ch06 as check
 def test_broadcast_shape_accepts_reference(capsys):
     check.broadcast_shape((2, 4, 5, 6))
     check.broadcast_shape(torch.Size([2, 4, 5, 6]))
-    assert capsys.readouterr().out == "✓ out_shape: correct\n" * 2  # the shape is not repeated back
+    check.broadcast_shape(tuple(np.array([2, 4, 5, 6])))  # NumPy's integers
+    assert capsys.readouterr().out == "✓ out_shape: correct\n" * 3  # the shape is not repeated back
 
 
 def test_broadcast_shape_reference_matches_torch():

@@ -89,6 +89,10 @@ def test_command_line_writes_a_course_and_rejects_what_is_not_a_chapter(tmp_path
     assert "course_id" in (tmp_path / "nbgrader_config.py").read_text()
     assert make_nbgrader_main([str(ROOT / "intro.md")]) == 2
     assert "is not a chapter notebook" in capsys.readouterr().err
+    variation = tmp_path / "01_my_variation.ipynb"  # a renamed copy: its number is unknown to _toc.yml
+    variation.write_bytes((ROOT / "chapters" / "01_weighted_average.ipynb").read_bytes())
+    assert make_nbgrader_main([str(variation), "--out", str(tmp_path / "course2")]) == 2
+    assert "01_my_variation.ipynb is not a chapter listed in" in capsys.readouterr().err
 
 
 # --- real nbgrader ------------------------------------------------------------------------------------------

@@ -169,3 +169,7 @@ def test_command_line_writes_every_chapter_and_rejects_bad_input(tmp_path, capsy
     assert "3 solution cells replaced by stubs" in capsys.readouterr().out
     assert make_student_main([str(tmp_path / "missing.ipynb")]) == 2
     assert "is not a notebook file" in capsys.readouterr().err
+    variation = tmp_path / "01_my_variation.ipynb"  # a renamed copy: its number is unknown to _toc.yml
+    variation.write_bytes(CHAPTER_1.read_bytes())
+    assert make_student_main([str(variation), "--out", str(tmp_path / "out")]) == 2
+    assert "01_my_variation.ipynb is not a chapter listed in" in capsys.readouterr().err

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -30,9 +32,10 @@ def broadcast_shape(answer: object) -> None:
         shape = tuple(answer)  # type: ignore[arg-type]
     except TypeError:
         shape = None
-    if isinstance(answer, str) or shape is None or not all(isinstance(n, int) and not isinstance(n, bool)
-                                                           for n in shape):
+    if isinstance(answer, str) or shape is None or not all(isinstance(n, numbers.Integral) and not isinstance(
+            n, (bool, np.bool_)) for n in shape):  # NumPy's integers are whole numbers too
         raise CheckFailed(f"out_shape should be a tuple of ints such as (1, 2, 3), got {answer!r}.")
+    shape = tuple(int(n) for n in shape)
     mistakes = {
         (2, 4, 5, 8): "the last dimension of the output comes from the values, not from the queries.",
         (2, 4, 7, 6): "there is one output row per query, not one per key.",
