@@ -244,9 +244,10 @@ def _escapes() -> dict[Callable, str]:
                                 ("os", ("fork", "posix_spawn", "posix_spawnp"), "starts a process"),
                                 ("_posixsubprocess", ("fork_exec",), "starts a process")]:
         try:
-            found.update({getattr(m, n): what for m in [importlib.import_module(module)] for n in names if hasattr(m, n)})
+            loaded = importlib.import_module(module)
         except ImportError:  # not on this platform
             continue
+        found.update({getattr(loaded, name): what for name in names if hasattr(loaded, name)})
     return found
 
 

@@ -136,11 +136,16 @@ def gqa_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return q, k, v
 
 
+def _gqa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    """Grouped-query attention the plain way, keys and values copied per query head: (b, h, 1, d_k)."""
+    r = q.shape[1] // k.shape[1]
+    return attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1), scale=scale)[0]
+
+
 def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-             where: str) -> torch.Tensor:
+             expected: torch.Tensor, where: str) -> torch.Tensor:
     """``fn(q, k, v)``, watched; fails if it reaches attention already written or copies keys per query head."""
     r = q.shape[1] // k.shape[1]
-    expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
     k_in, v_in = k.clone(), v.clone()
     with torch.no_grad(), _CopyCounter(k_in, v_in) as copies, \
             Watch({grouped_query_attention: "ah.inference.grouped_query_attention", **torch_attention()}) as watch:
@@ -167,22 +172,22 @@ def gqa_function(fn: Callable[..., torch.Tensor]) -> None:
     """Exercise ex-ch09-gqa: ``fn(q, k, v)`` is grouped-query attention, without copying keys per query head."""
     q, k, v = gqa_inputs()
     r = GQA_H // GQA_G
-    expected = attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1))[0]  # (b, h, 1, d_k)
-    answer = _run_gqa(fn, q, k, v, "on the exercise's inputs")
+    expected = _gqa_reference(q, k, v)  # (b, h, 1, d_k)
+    answer = _run_gqa(fn, q, k, v, expected, "on the exercise's inputs")
     check_tensor(answer, expected, "gqa_decode(q, k, v)", {
         "query heads are paired with the wrong key heads: heads 0-3 share key head 0 and heads 4-7 key head 1 "
         "(i // (h // g), as repeat_interleave orders them), not i % g (as repeat does).":
             attention(q, k.repeat(1, r, 1, 1), v.repeat(1, r, 1, 1))[0],
         "the scores are not scaled: divide q kᵀ by √d_k.":
-            attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1), scale=1.0)[0],
+            _gqa_reference(q, k, v, scale=1.0),
     })
     # Another cache (1 sequence, 12 query heads in 2 groups, 9 keys of 5 features), made here: nothing the
     # function kept from the exercise's call fits it, and every size must come from q, k and v.
     gen = torch.Generator().manual_seed(920)
     q, k, v = torch.randn(1, 12, 1, 5, generator=gen), torch.randn(1, 2, 9, 5, generator=gen), \
         torch.randn(1, 2, 9, 5, generator=gen)
-    expected = attention(q, k.repeat_interleave(6, dim=1), v.repeat_interleave(6, dim=1))[0]
     with on_other_sizes("gqa_decode", "a cache of other sizes (h = 12, g = 2, t = 9, d_k = 5)",
                         "take every size from q, k and v, not from numbers."):
-        answer = _run_gqa(fn, q, k, v, "on another cache")
+        expected = _gqa_reference(q, k, v)
+        answer = _run_gqa(fn, q, k, v, expected, "on another cache")
         check_tensor(answer, expected, "gqa_decode on another cache (h = 12, g = 2, t = 9, d_k = 5)")
