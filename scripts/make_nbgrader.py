@@ -61,6 +61,29 @@ def written_solution(nb: nbformat.NotebookNode, cells: set[int], text: ChapterTe
     return text.plain("\n\n".join(p for p in parts if p))
 
 
+LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+
+
+def as_comments(notes: str, width: int = 100) -> str:
+    """``notes`` as Python comment lines: each paragraph, or list item, wrapped to ``width`` as a whole (its
+    source's line breaks do not count), with a bare ``#`` line between paragraphs."""
+    lines: list[str] = []
+    for para in re.split(r"\n[ \t]*\n", notes.strip()) if notes.strip() else []:
+        items: list[str] = []
+        for line in para.splitlines():
+            if not items or LIST_ITEM_RE.match(line.strip()):
+                items.append(line.strip())
+            else:
+                items[-1] += " " + line.strip()
+        lines += ["#"] if lines else []
+        for item in items:
+            marker = LIST_ITEM_RE.match(item)
+            lines += [f"# {line}" for line in textwrap.wrap(item, width - 2, break_long_words=False,
+                                                             break_on_hyphens=False,
+                                                             subsequent_indent=" " * len(marker.group(0)) if marker else "")]
+    return "".join(line + "\n" for line in lines)
+
+
 def points(ex: Exercise) -> int:
     if ex.level not in POINTS:
         raise ValueError(f"exercise {ex.label}: say easy, medium or hard in its title so it can be given points")
@@ -86,8 +109,7 @@ def nbgrader_source(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             n = sum(1 for c in cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(
                 f"{ex.label}-solution"))
             notes = prose[ex.label] if not ex.predict and n == 0 else ""
-            comments = "".join(f"# {line}".rstrip() + "\n" for para in notes.splitlines()
-                               for line in (textwrap.wrap(para, 100) or [""]))
+            comments = as_comments(notes)
             cell.source = f"{BEGIN}\n{comments}{cell.source.rstrip()}\n{END}"
             cell.outputs, cell.execution_count = [], None
             cell.metadata["nbgrader"] = nbgrader_meta(f"{ex.label}-solution" + (f"-{n + 1}" if n else ""),

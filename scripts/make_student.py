@@ -11,7 +11,8 @@ In a student edition:
 - each exercise is a heading ("### Exercise 1.2 (medium): Self-attention as a function") whose cell metadata
   ``exercise`` keeps its label; a "predict, then run" exercise is followed by an empty markdown cell, tagged
   ``exercise-prediction``, for the written prediction;
-- the check cells stay, tagged ``exercise-check``, with their outputs cleared;
+- the check cells stay, tagged ``exercise-check``, with their outputs cleared, and cannot be edited or deleted
+  (cell metadata ``editable`` and ``deletable`` false, which JupyterLab and Jupyter Notebook respect);
 - every markdown cell is plain Markdown (scripts/plain_markdown.py): glued values, references, citations and
   directives are resolved as the website resolves them; the glue records in the outputs are dropped;
 - everything else, including the outputs of the teaching cells, is as in the book.
@@ -88,8 +89,9 @@ class StudentEdition(Preprocessor):
                 if is_solution(cell) or i in gated:
                     cell.source, cell.outputs, cell.execution_count = STUB, [], None
                     _tag(cell, SOLUTION_TAG)
-                elif i in checks:
+                elif i in checks:  # read-only in JupyterLab and Jupyter Notebook, so no answer is typed into one
                     _tag(cell, CHECK_TAG)
+                    cell.metadata.update(editable=False, deletable=False)
                     cell.outputs, cell.execution_count = [], None
                 else:
                     cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]

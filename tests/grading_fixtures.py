@@ -65,6 +65,36 @@ def chapter(answers: dict[str, str] = RIGHT, checks: dict[str, str] = CHECKS,
     return nbformat.v4.new_notebook(cells=cells)
 
 
+def student_edition(answers: dict[str, str] = RIGHT, labels: list[str] = LABELS) -> nbformat.NotebookNode:
+    """``chapter(answers, labels=labels)`` in the form `make student` gives it: each directive a numbered
+    heading that shows its label, also kept in its cell metadata; no gates; the answers tagged `solution`
+    and the check cells `exercise-check`."""
+    nb = chapter(answers, labels=labels)
+    cells, number = [], 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "{solution-" in cell.source:
+            continue
+        if cell.cell_type == "markdown" and "{exercise}" in cell.source:
+            number += 1
+            label, level = labels[number - 1], LEVELS[LABELS[number - 1]]
+            cell = md(f"### Exercise {int(label[5:7])}.{number} ({level}): Do it\n\nDo it.\n\n*Label: `{label}`*")
+            cell.metadata["exercise"] = {"label": label, "title": f"Do it — {level}", "level": level,
+                                         "number": f"{int(label[5:7])}.{number}"}
+        elif cell.cell_type == "code" and cell.source in CHECKS.values():  # the checks of chapter()
+            cell.metadata["tags"] = ["exercise-check"]
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def without_metadata(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose cells lost their metadata (tags, exercise labels), as some editors lose it."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        cell.metadata = {}
+    return nb
+
+
 def write(nb: nbformat.NotebookNode, path: Path) -> Path:
     nbformat.write(nb, path)
     return path

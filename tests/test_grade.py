@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, write
+from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, md, student_edition, without_metadata, write
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -105,6 +105,55 @@ def test_missing_and_other_chapter(book, tmp_path):
     assert asm.missing == LABELS and asm.other_chapter == "02" and asm.check_cells == {}
     assert infer_chapter([other, chapter(), chapter()]) == "01"
     assert infer_chapter([nbformat.v4.new_notebook()]) is None
+
+
+def kept_sources(asm) -> list[str]:
+    """The sources of the submission's cells that the assembled notebook kept (all but the replaced checks)."""
+    return [asm.nb.cells[i].source for i in sorted(asm.origin)]
+
+
+def test_a_student_edition_that_lost_its_metadata_is_found_by_its_headings(book, tmp_path):
+    edition = student_edition()
+    assert assemble(edition, book, tmp_path).recovered == []  # with its metadata, nothing to recover
+    lost = without_metadata(edition)
+    asm = assemble(lost, book, tmp_path)
+    assert asm.missing == [] and asm.recovered == LABELS
+    assert [asm.nb.cells[asm.check_cells[label]].source for label in LABELS] == list(CHECKS.values())
+    # every check cell replaced in place, no other cell: the answer that calls check.batch_sentences() runs
+    assert kept_sources(asm) == [c.source for c in lost.cells if c.source not in CHECKS.values()]
+    batch = asm.answer_cells["ex-ch01-batch"]
+    assert [asm.nb.cells[i].source for i in batch] == [RIGHT["ex-ch01-batch"]]
+    assert lost.cells[2].metadata == {}  # the submission itself is left as it was
+
+
+def test_without_metadata_or_check_cell_the_answer_is_kept_and_the_check_added(book, tmp_path):
+    lost = without_metadata(student_edition())
+    lost.cells = [c for c in lost.cells if c.source != CHECKS["ex-ch01-batch"]]  # the last check deleted
+    asm = assemble(lost, book, tmp_path)
+    assert asm.missing == [] and kept_sources(asm) == [c.source for c in lost.cells if c.source not in CHECKS.values()]
+    check = asm.check_cells["ex-ch01-batch"]
+    assert asm.nb.cells[check].source == CHECKS["ex-ch01-batch"]
+    assert asm.nb.cells[check - 1].source == RIGHT["ex-ch01-batch"] and asm.answer_cells["ex-ch01-batch"] == [check - 1]
+
+
+def test_headings_are_matched_by_their_label_line_or_else_their_number(book, tmp_path):
+    lost = without_metadata(student_edition())
+    lost.cells[2].source = lost.cells[2].source.replace("*Label: `ex-ch01-predict`*", "")  # the number decides
+    lost.cells[5].source = lost.cells[5].source.replace("Exercise 1.2", "Exercise 1.7")    # the label line decides
+    lost.cells.append(md("### Exercise 1.4 (easy): not in the book"))
+    lost.cells.append(md("### Exercise 1.3 (hard): the same number again"))
+    asm = assemble(lost, book, tmp_path)
+    assert asm.missing == [] and asm.recovered == LABELS
+    lost.cells[2].source = lost.cells[2].source.replace("Exercise 1.1", "Exercise 2.1")  # no label, not this chapter's
+    asm = assemble(lost, book, tmp_path)
+    assert asm.missing == ["ex-ch01-predict"] and asm.recovered == LABELS[1:]
+    mixed = student_edition()
+    mixed.cells[2].metadata = {}  # one heading lost its metadata, the others kept theirs
+    asm = assemble(mixed, book, tmp_path)
+    assert asm.missing == [] and asm.recovered == ["ex-ch01-predict"]
+    other = without_metadata(student_edition(labels=["ex-ch02-predict", "ex-ch02-function", "ex-ch02-batch"]))
+    asm = assemble(other, book, tmp_path)  # another chapter's edition is named as such
+    assert asm.missing == LABELS and asm.other_chapter == "02" and asm.recovered == []
 
 
 def save_in(namespace: dict, names: list[str], path: Path) -> None:

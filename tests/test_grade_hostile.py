@@ -22,8 +22,10 @@ from grading_fixtures import (
     RIGHT,
     WRONG,
     chapter,
+    student_edition,
     tree_digest,
     with_first_answer_prefix,
+    without_metadata,
     write,
 )
 
@@ -71,16 +73,6 @@ CELL_TIMEOUT, NOTEBOOK_TIMEOUT = 3, 10
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
 
-def student_edition(answers: dict[str, str]) -> nbformat.NotebookNode:
-    """What a student hands in from `make student`: no gates, check cells tagged, own answers."""
-    nb = chapter(answers)
-    nb.cells = [c for c in nb.cells if "solution-start" not in c.source and "solution-end" not in c.source]
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.source in CHECKS.values():
-            cell.metadata["tags"] = ["exercise-check"]
-    return nb
-
-
 def forged(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The instructor's outputs and execution counts copied into the check cells."""
     nb = copy.deepcopy(nb)
@@ -107,7 +99,8 @@ def graded(tmp_path_factory):
     folder = base / "submissions-f7q2"  # the name the /proc attack looks for
     folder.mkdir()
     victim = write(chapter(), folder / "alice.ipynb")
-    write(student_edition(OTHER_RIGHT), folder / "bob.ipynb")
+    # a student edition that lost its cell metadata (labels, tags): found by its headings
+    write(without_metadata(student_edition(OTHER_RIGHT)), folder / "bob.ipynb")
     # graded first: monkeypatches the checks in memory and appends a pass-everything function to its
     # attn_helpers/checks/__init__.py; the students graded after it must not notice
     write(with_first_answer_prefix(chapter(WRONG), APPEND + "\n" + PATCH), folder / "a_cheat_patch.ipynb")
@@ -170,6 +163,9 @@ def test_correct_submissions_all_pass(graded):
     for student in ("alice", "bob"):
         assert results(graded, student) == dict.fromkeys(LABELS, "passed"), student
     assert "alice: 3 passed (of 3 exercises)" in graded["table"]
+    for label in LABELS:  # the instructor learns that bob's exercises were found by their headings
+        assert "found by its heading" in graded["rows"][("bob", label)][1]
+        assert graded["rows"][("alice", label)][1] == ""
 
 
 @pytest.mark.parametrize("student", ["a_cheat_patch", "cheat_edits", "cheat_forge", "chapter02"])

@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 import attn_helpers as ah
 from attn_helpers.cost import TensorMemoryTracker
@@ -59,6 +58,8 @@ def test_cache_extend_rejects_other_heads():
 @pytest.mark.parametrize("h, g", [(8, 8), (8, 4), (8, 2), (8, 1), (6, 3)])
 @pytest.mark.parametrize("t_q, t_k", [(5, 5), (3, 9), (1, 7)])
 def test_gqa_matches_sdpa_enable_gqa(h, g, t_q, t_k):
+    from torch.nn.attention.bias import causal_lower_right  # imports torch._dynamo: here, not at collection
+
     q, k, v = randn(2, h, t_q, 4), randn(2, g, t_k, 4, seed=1), randn(2, g, t_k, 3, seed=2)
     mask = ah.causal_mask(t_q, t_k)
     out, w = grouped_query_attention(q, k, v, mask)

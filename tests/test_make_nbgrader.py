@@ -22,7 +22,7 @@ pytestmark = pytest.mark.heavy  # runs real nbgrader, with real kernels: schedul
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import find_exercises, is_solution  # noqa: E402
-from make_nbgrader import BEGIN, END, POINTS, make_nbgrader, nbgrader_source  # noqa: E402
+from make_nbgrader import BEGIN, END, POINTS, as_comments, make_nbgrader, nbgrader_source  # noqa: E402
 from make_nbgrader import main as make_nbgrader_main  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -80,6 +80,18 @@ def test_written_solutions_stay_inside_the_solution_regions():
     outside = re.sub(rf"{re.escape(BEGIN)}.*?{re.escape(END)}", "", text, flags=re.DOTALL)
     assert "The scores double to 8 and 4" in text and "The scores double to 8 and 4" not in outside
     assert "q_doubled" in text and "q_doubled" not in outside and "solution-start" not in text
+
+
+def test_written_solutions_become_comments_wrapped_by_paragraph():
+    # the source's line breaks do not count: no short orphan line where the Markdown happened to break
+    assert as_comments("The single head looks back,\nhalfway between.") == "# The single head looks back, halfway between.\n"
+    long = " ".join(["word"] * 60)
+    lines = as_comments(f"{long}\n\n- first item\n  continues\n- {long}\n1. numbered").splitlines()
+    assert all(len(line) <= 100 for line in lines) and lines.count("#") == 1
+    assert lines[lines.index("#") + 1:] == ["# - first item continues", *as_comments(f"- {long}").splitlines(),
+                                            "# 1. numbered"]
+    assert as_comments(f"- {long}").splitlines()[1].startswith("#   word")  # a list item's lines stay under it
+    assert as_comments("") == ""
 
 
 def test_command_line_writes_a_course_and_rejects_what_is_not_a_chapter(tmp_path, capsys):

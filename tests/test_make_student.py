@@ -2,6 +2,7 @@
 plain Markdown. Checked structurally for every chapter; execution is tested on one small synthetic chapter
 (nbval already executes the chapters themselves)."""
 
+import copy
 import re
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import CHECK_TAG, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
+from grading.assemble import assemble, read_book  # noqa: E402
 from make_student import STUB, make_student  # noqa: E402
 from make_student import main as make_student_main  # noqa: E402
 
@@ -70,6 +72,7 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
                 assert s.source == STUB and s.outputs == [] and s.execution_count is None and is_solution(s)
             elif i in checks:
                 assert s.source == b.source and s.outputs == [] and CHECK_TAG in s.metadata.tags
+                assert s.metadata.editable is False and s.metadata.deletable is False
             else:
                 assert s.source == b.source
                 assert s.outputs == [o for o in b.outputs if not is_glue_record(o)]
@@ -107,6 +110,25 @@ def test_edition_parses_as_the_chapters_exercises(chapter, editions):
     for ex in student:
         assert ex.check_cell is not None and ex.solution_cells
         assert (ex.prediction_cell is not None) == ex.predict
+
+
+@by_name
+def test_edition_that_lost_its_metadata_is_graded_by_its_headings(chapter, editions, tmp_path):
+    """The grader finds every exercise of an edition whose cell metadata was lost, from its headings, and
+    puts the book's checks exactly where the edition's check cells were: no answer cell is taken for one,
+    not even one that calls a helper of the checks (``a, b = check.batch_sentences()``)."""
+    edition = editions[chapter.name]
+    lost = copy.deepcopy(edition)
+    answers = iter(c.source for c in nbformat.read(chapter, as_version=4).cells if is_solution(c))
+    for cell in lost.cells:
+        if is_solution(cell):  # the student answered with the book's solutions
+            cell.source = next(answers)
+        cell.metadata = {}
+    book = read_book(chapter)
+    asm = assemble(lost, book, tmp_path)
+    assert asm.missing == [] and asm.recovered == [e.label for e in book.exercises]
+    checks = [i for i, c in enumerate(edition.cells) if CHECK_TAG in c.metadata.get("tags", [])]
+    assert [asm.origin[i] for i in sorted(asm.origin)] == [i for i in range(len(lost.cells)) if i not in checks]
 
 
 def test_chapter_1_reads_as_the_website_does(editions):

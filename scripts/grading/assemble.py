@@ -4,25 +4,35 @@ As nbgrader's autograde does, the exercises and their check cells come from the 
 submission: every output of the submission is cleared, each exercise's check cell is replaced by the
 book's (matched by label, inserted if the student deleted it), and after it the grader adds a cell that
 saves the answer variables that check reads (answers.py), for the re-check in a fresh process.
+
+A student edition whose cell metadata was lost (a notebook rebuilt by copying cells, an editor that drops
+tags) still has its visible exercise headings, "### Exercise 1.2 (medium): …": each is matched to the
+book's exercise of that number, and its check cell is the one that calls the book's check function.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import Exercise
+from exercise_cells import CHECK_TAG, EXERCISE_META, Exercise, exercise_meta, is_solution
 from exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
 from .sandbox import ROOT
 
 LABEL_CHAPTER_RE = re.compile(r"^ex-ch(\d+)-")
+# A student edition's exercise heading, "### Exercise 1.2 (medium): …", and the line at the end of its text
+# that shows its label, "*Label: `ex-ch01-function`*" (scripts/plain_markdown.py writes both).
+HEADING_RE = re.compile(r"^#{1,6}[ \t]*Exercise[ \t]+(?P<number>\d+\.\d+)\b")
+SHOWN_LABEL_RE = re.compile(r"^[ \t]*\*Label: `(?P<label>ex-ch\d+-[\w-]+)`\*[ \t]*$", re.MULTILINE)
+CHECK_FUNCTION_RE = re.compile(r"\bcheck\.(\w+)\(")
 SAVE_TAG = "grader-save"
 
 
@@ -51,6 +61,13 @@ class Book:
     exercises: list[BookExercise]
     check_import: str                # the statement that binds `check`, e.g. from attn_helpers.checks import ch01 as check
     package_root: Path = ROOT        # the folder with the attn_helpers and data that each submission gets a copy of
+
+    @property
+    def numbers(self) -> dict[str, str]:
+        """Label by exercise number ("1.2"), as student editions number them: N.k, the k-th of chapter N."""
+        if self.chapter is None:
+            return {}
+        return {f"{int(self.chapter)}.{k}": e.label for k, e in enumerate(self.exercises, start=1)}
 
 
 class BookError(Exception):
@@ -126,6 +143,42 @@ def infer_chapter(notebooks: list[nbformat.NotebookNode]) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
+def recover_headings(nb: nbformat.NotebookNode, book: Book) -> tuple[nbformat.NotebookNode, list[str]]:
+    """``nb`` with a student edition's exercise metadata put back on the headings that lost it.
+
+    A markdown cell that starts "### Exercise N.k", without exercise metadata, is the exercise its text
+    shows the label of ("*Label: `ex-ch01-batch`*"), or else the book's exercise numbered N.k; unless the
+    notebook has that exercise already. Returns a copy, and the labels recovered.
+    """
+    have = {ex.label for ex in find_exercises(nb)}
+    nb, recovered = copy.deepcopy(nb), []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or exercise_meta(cell) is not None or not (m := HEADING_RE.match(cell.source)):
+            continue
+        shown = SHOWN_LABEL_RE.search(cell.source)
+        label = shown.group("label") if shown else book.numbers.get(m.group("number"))
+        if label and label not in have and label not in recovered:
+            cell.setdefault("metadata", {})[EXERCISE_META] = {"label": label}
+            recovered.append(label)
+    return nb, recovered
+
+
+def _check_cell(nb: nbformat.NotebookNode, ex: Exercise, end: int, book_check: str) -> int | None:
+    """Which cell of the submission's exercise ``ex`` (cells up to ``end``) is its check cell, if any.
+
+    A student edition tags it. Without the tag (the book's own form, or metadata lost) it is the first code
+    cell, not an answer tagged `solution`, that calls a function the book's check cell calls: an answer
+    that calls another helper of the checks (``a, b = check.batch_sentences()``) is never taken for it.
+    """
+    code = [i for i in range(ex.cell + 1, end) if nb.cells[i].cell_type == "code"]
+    tagged = [i for i in code if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
+    if tagged:
+        return tagged[0]
+    functions = set(CHECK_FUNCTION_RE.findall(book_check))
+    return next((i for i in code if not is_solution(nb.cells[i])
+                 and functions & set(CHECK_FUNCTION_RE.findall(nb.cells[i].source))), None)
+
+
 @dataclass
 class Assembled:
     nb: nbformat.NotebookNode
@@ -134,6 +187,7 @@ class Assembled:
     answer_cells: dict[str, list[int]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     other_chapter: str | None = None  # set when the submission's exercises belong to another chapter
+    recovered: list[str] = field(default_factory=list)  # exercises found by their headings (metadata lost)
     origin: dict[int, int] = field(default_factory=dict)         # index here -> index in the submission
 
 
@@ -143,25 +197,30 @@ def _code(source: str, tag: str | None = None) -> nbformat.NotebookNode:
 
 def assemble(submission: nbformat.NotebookNode, book: Book, answers_dir: Path) -> Assembled:
     """The notebook to execute: the submission's cells, outputs cleared, the book's check cells put back."""
+    submission, recovered = recover_headings(submission, book)
+    exercises = find_exercises(submission)
     found = {}
-    for ex in find_exercises(submission):
+    for ex in exercises:
         found.setdefault(ex.label, ex)  # a duplicated exercise: the first one counts
     wanted = {e.label: e for e in book.exercises}
     mine = [label for label in found if label in wanted]
     others = Counter(c for label in found if (c := label_chapter(label)) and c != book.chapter)
     # where each exercise's check goes: (index of the cell it replaces, or of the cell it follows)
     replace, after = {}, {}
-    ends = {label: next((e.cell for e in find_exercises(submission) if e.cell > found[label].cell),
-                        len(submission.cells)) for label in mine}
     for label in mine:
         ex = found[label]
+        end = next((e.cell for e in exercises if e.cell > ex.cell), len(submission.cells))
+        ex.check_cell = _check_cell(submission, ex, end, wanted[label].check_source)
+        ex.answer_cells = [i for i in range(ex.cell + 1, end if ex.check_cell is None else ex.check_cell)
+                           if submission.cells[i].cell_type == "code"]
         if ex.check_cell is not None:
             replace[ex.check_cell] = label
         else:  # the check cell was deleted or edited beyond recognition: add the book's at the end
-            after[ends[label] - 1] = label
+            after[end - 1] = label
     out = Assembled(nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                                       "language": "python"}}))
     out.missing = [e.label for e in book.exercises if e.label not in mine]
+    out.recovered = [label for label in recovered if label in mine]
     if not mine and others:
         out.other_chapter = others.most_common(1)[0][0]
     index = {}

@@ -215,6 +215,10 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
                 elif result == "passed":
                     detail = results[label][1]  # what the kernel noted, if anything
                 results[label] = (result, detail)
+        for label in asm.recovered:  # worth a look: the notebook went through something that drops metadata
+            result, detail = results[label]
+            results[label] = (result, "; ".join(filter(None, [detail, "found by its heading: the notebook lost "
+                                                                       "its cell metadata"])))
         order = [e.label for e in book.exercises]
         rows += [Row(student, label, *results[label]) for label in order if label in results]
         rows.sort(key=lambda r: (r.exercise != WHOLE, order.index(r.exercise) if r.exercise in order else -1))
