@@ -159,6 +159,44 @@ def test_decoding_mask_rejects_the_ready_made_masks(shortcut):
         check.decoding_mask_function(shortcut)
 
 
+def notebook_function(source: str, name: str = "decoding_mask"):
+    """``name`` defined by ``source`` run as a notebook cell: its own globals, with torch and ah."""
+    namespace = {"torch": torch, "ah": ah}
+    exec(source, namespace)  # noqa: S102 - the test's own code
+    return namespace[name]
+
+
+SLICE = "    return BIG[t_k - t_q:t_k, :t_k]\n"
+
+
+@pytest.mark.parametrize("source", [
+    "BIG = ah.causal_mask(64)\ndef decoding_mask(t_q, t_k):\n" + SLICE,                    # a global
+    "BIG = torch.ones(64, 64, dtype=torch.bool).tril()\ndef decoding_mask(t_q, t_k):\n" + SLICE,  # made by hand
+    "def make():\n    BIG = ah.causal_mask(64)\n    def decoding_mask(t_q, t_k):\n    " + SLICE + "    return decoding_mask\n"
+    "decoding_mask = make()",                                                                   # a closure
+    "def decoding_mask(t_q, t_k, BIG=ah.causal_mask(64)):\n" + SLICE,                         # a default argument
+    "MASKS = {(q, k): ah.causal_mask(q, k) for q in range(1, 20) for k in range(q, 20)}\n"
+    "def decoding_mask(t_q, t_k):\n    return MASKS[t_q, t_k]\n",                            # a table of answers
+    "BIG = ah.causal_mask(64)\ndecoding_mask = lambda t_q, t_k: [m[:, :t_k] for m in [BIG[t_k - t_q:t_k]]][0]\n",
+    "import functools\ndef cut(big, t_q, t_k):\n    return big[t_k - t_q:t_k, :t_k]\n"
+    "decoding_mask = functools.partial(cut, ah.causal_mask(64))\n",
+])
+def test_decoding_mask_rejects_a_mask_made_before_the_call(source):
+    fn = notebook_function(source)
+    assert torch.equal(fn(3, 7), reference_decoding_mask(3, 7))  # right values, made outside the function
+    with pytest.raises(CheckFailed, match="made outside it: build the mask inside the function"):
+        check.decoding_mask_function(fn)
+
+
+def test_decoding_mask_accepts_helpers_and_names_that_only_look_like_tensors(capsys):
+    # a global tensor called `ones` beside torch.ones, and a helper function: both fine
+    fn = notebook_function("ones = torch.ones(3)\nOFFSET = 0\ndef tri(t_q, t_k):\n"
+                           "    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q + OFFSET)\n"
+                           "def decoding_mask(t_q, t_k):\n    return tri(t_q, t_k)\n")
+    check.decoding_mask_function(fn)
+    assert capsys.readouterr().out == "✓ decoding_mask: correct\n"
+
+
 def test_decoding_mask_shortcut_hint_names_what_was_called():
     with pytest.raises(CheckFailed, match="causal_mask"):
         check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))

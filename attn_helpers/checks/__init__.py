@@ -10,10 +10,13 @@ however they are reached, so a check can spot a forbidden shortcut.
 from __future__ import annotations
 
 import contextlib
+import dis
+import functools
 import importlib
 import math
 import numbers
 import sys
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -35,6 +38,7 @@ __all__ = [
     "torch_attention",
     "run_by_hand",
     "on_other_sizes",
+    "tensors_from_outside",
 ]
 
 
@@ -307,6 +311,44 @@ def on_other_sizes(name: str, inputs: str, hint: str) -> Iterator[None]:
     except Exception as exc:
         raise CheckFailed(f"{name} raised {type(exc).__name__} on {inputs}, though it worked on the exercise's. "
                           f"Hint: {hint}") from exc
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` reads (nested functions and comprehensions included)."""
+    found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _global_names(const)
+    return found
+
+
+def tensors_from_outside(fn: Callable) -> list[str]:
+    """What ``fn`` reads that holds tensors made before it was called: globals its code names, closure
+    variables and default arguments (or a list, tuple, set or dict of tensors among them), by name.
+
+    For a function whose answer depends only on its arguments' values (a mask from two sizes): reading
+    such a tensor means slicing an answer made beforehand, perhaps by the helper the exercise rules out.
+    """
+    if isinstance(fn, functools.partial):
+        found = tensors_from_outside(fn.func)
+        return found + ["an argument bound by functools.partial"] * any(
+            _holds_tensor(v) for v in [*fn.args, *fn.keywords.values()])
+    fn = getattr(fn, "__wrapped__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    outside = {name: fn.__globals__[name] for name in _global_names(code) if name in fn.__globals__}
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
+        with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
+            outside[name] = cell.cell_contents
+    for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]:
+        outside.setdefault("a default argument", value)
+    return sorted(name for name, value in outside.items() if _holds_tensor(value))
+
+
+def _holds_tensor(value: object) -> bool:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set, frozenset)) else ()
+    return isinstance(value, torch.Tensor) or any(isinstance(item, torch.Tensor) for item in items)
 
 
 def _code_of(fn: Callable) -> object:

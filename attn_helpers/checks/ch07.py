@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value, tensors_from_outside
 
 __all__ = [
     "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
@@ -90,6 +90,11 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
     if not callable(fn):
         raise CheckFailed(
             f"pass the function itself, decoding_mask, not {type(fn).__name__}: the check calls it on several sizes."
+        )
+    if outside := tensors_from_outside(fn):
+        raise CheckFailed(
+            f"decoding_mask reads {', '.join(outside)}, a tensor made outside it: build the mask inside the function, "
+            f"from t_q and t_k alone. A slice of a mask made beforehand (with ah.causal_mask, say) skips the exercise."
         )
     for t_q, t_k in DECODE_SIZES:
         watch = Watch(_forbidden_masks())
