@@ -1,11 +1,11 @@
-"""The one private PyTorch API the package relies on, in one place (chapters 6-7 and the self-checks).
+"""The private PyTorch APIs the package relies on, in one place (chapters 6-7 and the self-checks).
 
 A *dispatch mode* sees every operator call below autograd together with the tensors it returns.
 ``attn_helpers.cost`` counts the bytes of every intermediate tensor with one (``torch.profiler``
 reports allocations per operator, not the peak of the tensors alive at once), and the self-checks
 record which operators a learner's function ran. PyTorch keeps the class in the private module
 ``torch.utils._python_dispatch``; ``tests/test_torch_private.py`` fails loudly if a release moves
-or changes it.
+or changes it. The self-checks also need to notice code that switches the modes off (:func:`torch_function_switch`).
 """
 
 from __future__ import annotations
@@ -53,3 +53,17 @@ def tensors_in(tree: object) -> Iterator[torch.Tensor]:
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from tensors_in(item)
+
+
+def torch_function_switch() -> type:
+    """``torch._C.DisableTorchFunction``, the context manager that switches off every torch-function mode.
+
+    A self-check records the torch functions a learner's code calls with such a mode, so leaving a ``with``
+    of this class (its ``__exit__`` is the one call of it that Python's profiler reports) means that code
+    ran out of the check's sight. The C functions that take modes off their stacks cannot be watched the
+    same way: PyTorch calls them itself, to print a tensor or to hand a call to a mode.
+    """
+    if not hasattr(torch._C, "DisableTorchFunction"):  # pragma: no cover - only on a PyTorch that renamed it
+        raise ImportError(f"PyTorch {torch.__version__} has no torch._C.DisableTorchFunction, which the self-checks "
+                          f"watch for: update attn_helpers/_torch_private.py.")
+    return torch._C.DisableTorchFunction

@@ -147,6 +147,8 @@ def test_batch_rejects_wrong_batches():
         check.batched_attention(torch.cat([a, b]), Wb, Yb)
     with pytest.raises(CheckFailed, match="stacked along the wrong dimension"):
         check.batched_attention(torch.stack([a, b], dim=1), Wb, Yb)
+    with pytest.raises(CheckFailed, match="in the other order: a first"):  # the text says which comes first
+        check.batched_attention(torch.stack([b, a]), Wb[[1, 0]], Yb[[1, 0]])
 
 
 def test_batch_rejects_wrong_weights():
@@ -183,7 +185,7 @@ def _torch_module(X):  # nn.MultiheadAttention with identity projections, querie
     return mha(X, X, X)
 
 
-@pytest.mark.parametrize("fn, named", [(_hidden_sdpa, "scaled_dot_product_attention"),
+@pytest.mark.parametrize("fn, named", [(_hidden_sdpa, "switches off the check's record"),
                                        (_torch_module, "nn.MultiheadAttention")])
 def test_function_rejects_pytorch_attention_however_hidden(fn, named):
     with pytest.raises(CheckFailed, match=named):

@@ -1,5 +1,6 @@
 """Chapter 2's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
 
+import functools
 import math
 
 import numpy as np
@@ -117,9 +118,16 @@ def test_stable_softmax_rejects_pytorchs_softmax(fn):
         check.stable_softmax_function(fn)
 
 
-def test_stable_softmax_rejects_logsumexp():
-    with pytest.raises(CheckFailed, match="calls torch.logsumexp"):
-        check.stable_softmax_function(lambda x, dim=-1: torch.exp(x - torch.logsumexp(x, dim, keepdim=True)))
+@pytest.mark.parametrize("shortcut", [
+    lambda x, dim=-1: torch.exp(x - torch.logsumexp(x, dim, keepdim=True)),
+    lambda x, dim=-1: torch.exp(x - torch.logcumsumexp(x, dim).narrow(dim, -1, 1)),
+    lambda x, dim=-1: torch.exp(x - functools.reduce(torch.logaddexp, x.unbind(dim)).unsqueeze(dim)),
+], ids=["logsumexp", "logcumsumexp", "logaddexp"])
+def test_stable_softmax_rejects_a_log_sum_exp_under_any_name(shortcut):
+    x = torch.randn(3, 4)
+    assert torch.allclose(shortcut(x), torch.softmax(x, -1), atol=1e-6)  # right values, by the shortcut
+    with pytest.raises(CheckFailed, match="calls a log-sum-exp"):
+        check.stable_softmax_function(shortcut)
 
 
 def test_stable_softmax_rejects_ah_softmax():

@@ -69,7 +69,7 @@ def make(glove, how):
 
 def test_contextual_accepts_reference(glove, capsys):
     check.contextual_function(make(glove, lambda X, tokens, i: weights(X)[i] @ X))
-    assert capsys.readouterr().out.count("correct") == 3
+    assert capsys.readouterr().out.count("correct") == 4
 
 
 @pytest.mark.parametrize("how, hint", [
@@ -82,3 +82,20 @@ def test_contextual_accepts_reference(glove, capsys):
 def test_contextual_rejects_mistakes(glove, how, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.contextual_function(make(glove, how))
+
+
+def test_contextual_rejects_a_position_from_str_split(glove):
+    def contextual_vector(sentence, word):  # right on sentences without punctuation
+        i = sentence.lower().split().index(word)
+        X = glove.embed(ah.tokenize(sentence))
+        return weights(X)[i] @ X
+
+    def tokens_from_split(sentence, word):  # glove has no 'well,'
+        tokens = sentence.lower().split()
+        X = glove.embed(tokens)
+        return weights(X)[tokens.index(word)] @ X
+
+    with pytest.raises(CheckFailed, match="position comes from str.split"):
+        check.contextual_function(contextual_vector)
+    with pytest.raises(CheckFailed, match="raised OutOfVocabularyError.*ah.tokenize"):
+        check.contextual_function(tokens_from_split)

@@ -110,7 +110,7 @@ def test_head_function_rejects_calling_the_head(shortcut):
                                                      for s in x), strict=True)], "loop_attention"),
     (lambda head, x: (F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x)), None),
      "fused attention"),
-    (lambda head, x: _hidden_sdpa(head, x), "fused attention"),
+    (lambda head, x: _hidden_sdpa(head, x), "switches off the check's record"),
     (lambda head, x: concurrent.futures.ThreadPoolExecutor().submit(head, x).result(), "starts a thread"),
     (lambda head, x: (sys.setprofile(None), head(x))[1], "switches off the check's profiler"),
 ])

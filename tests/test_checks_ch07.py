@@ -159,6 +159,17 @@ def test_decoding_mask_rejects_the_ready_made_masks(shortcut):
         check.decoding_mask_function(shortcut)
 
 
+@pytest.mark.parametrize("shortcut", [  # a square causal mask, cut to its last t_q rows: the same mask
+    lambda t_q, t_k: torch.nn.Transformer.generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
+    lambda t_q, t_k: torch.nn.attention.bias.causal_upper_left(t_k, t_k)._materialize()[t_k - t_q:],
+    lambda t_q, t_k: ah.causal_mask(t_k)[t_k - t_q:],
+], ids=["generate_square_subsequent_mask", "causal_upper_left", "ah.causal_mask(t_k)"])
+def test_decoding_mask_rejects_a_square_ready_made_mask_cut_down(shortcut):
+    assert torch.equal(shortcut(3, 7), reference_decoding_mask(3, 7))
+    with pytest.raises(CheckFailed, match="asks you not to use"):
+        check.decoding_mask_function(shortcut)
+
+
 def notebook_function(source: str, name: str = "decoding_mask"):
     """``name`` defined by ``source`` run as a notebook cell: its own globals, with torch and ah."""
     namespace = {"torch": torch, "ah": ah}
@@ -180,12 +191,34 @@ SLICE = "    return BIG[t_k - t_q:t_k, :t_k]\n"
     "BIG = ah.causal_mask(64)\ndecoding_mask = lambda t_q, t_k: [m[:, :t_k] for m in [BIG[t_k - t_q:t_k]]][0]\n",
     "import functools\ndef cut(big, t_q, t_k):\n    return big[t_k - t_q:t_k, :t_k]\n"
     "decoding_mask = functools.partial(cut, ah.causal_mask(64))\n",
+    "BIG = ah.causal_mask(64)\ndef big():\n    return BIG\ndef decoding_mask(t_q, t_k):\n"
+    "    return big()[t_k - t_q:t_k, :t_k]\n",                                                # through a helper
+    "BIG = ah.causal_mask(64).numpy()\ndef decoding_mask(t_q, t_k):\n"
+    "    return torch.from_numpy(BIG[t_k - t_q:t_k, :t_k])\n",                                # a NumPy copy
+    "import types\nstore = types.SimpleNamespace(big=ah.causal_mask(64))\ndef decoding_mask(t_q, t_k):\n"
+    "    return store.big[t_k - t_q:t_k, :t_k]\n",                                            # an object's attribute
+    "PAIRS = [(q, k) for q in range(1, 20) for k in range(q, 20)]\n"
+    "TABLE = {'m': [ah.causal_mask(q, k) for q, k in PAIRS]}\n"
+    "def decoding_mask(t_q, t_k):\n    return TABLE['m'][PAIRS.index((t_q, t_k))]\n",         # nested deeper
 ])
 def test_decoding_mask_rejects_a_mask_made_before_the_call(source):
     fn = notebook_function(source)
     assert torch.equal(fn(3, 7), reference_decoding_mask(3, 7))  # right values, made outside the function
     with pytest.raises(CheckFailed, match="made outside it: build the mask inside the function"):
         check.decoding_mask_function(fn)
+
+
+def test_decoding_mask_runs_a_cached_function_again_rather_than_its_cache(capsys):
+    cached = notebook_function("import functools\n@functools.cache\ndef decoding_mask(t_q, t_k):\n"
+                               "    return ah.causal_mask(t_q, t_k)\n")
+    for t_q, t_k in check.DECODE_SIZES:
+        cached(t_q, t_k)  # warmed: the check's sizes would all be cache hits
+    with pytest.raises(CheckFailed, match="asks you not to use"):
+        check.decoding_mask_function(cached)
+    by_hand = notebook_function("import functools\n@functools.lru_cache\ndef decoding_mask(t_q, t_k):\n"
+                                "    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)\n")
+    check.decoding_mask_function(by_hand)
+    assert capsys.readouterr().out == "✓ decoding_mask: correct\n"
 
 
 def test_decoding_mask_accepts_helpers_and_names_that_only_look_like_tensors(capsys):

@@ -238,7 +238,7 @@ def test_gqa_rejects_sdpa_hidden_from_the_torch_function_record():
                                                                    k.reshape(b * g, -1, d_k), v.reshape(b * g, -1, d_k))
         return out.reshape(b, h, 1, d_k)
 
-    with pytest.raises(CheckFailed, match="scaled_dot_product_attention"):
+    with pytest.raises(CheckFailed, match="switches off the check's record of PyTorch calls"):
         check.gqa_function(hidden)
 
 

@@ -170,12 +170,35 @@ def test_watch_sees_a_modules_forward_however_it_is_reached():
     (lambda: subprocess.run(["true"], check=True), "starts a process"),
     (lambda: sys.setprofile(None), "switches off the check's profiler"),
     (lambda: sys.setprofile(sys.getprofile()), "switches off the check's profiler"),  # even put back
-], ids=["thread", "pool", "process", "profiler-off", "profiler-reset"])
+    (lambda: _both_records_off(lambda: torch.softmax(torch.ones(3), 0)), "switches off the check's record"),
+], ids=["thread", "pool", "process", "profiler-off", "profiler-reset", "records-off"])
 def test_watch_fails_when_the_code_gets_out_of_its_sight(escape, named):
     with pytest.raises(CheckFailed, match=named):
         with Watch([ah.attention]):
             escape()
     assert sys.getprofile() is None
+
+
+def _both_records_off(fn):
+    """``fn()`` with the torch-function and dispatch modes switched off: nothing of it reaches a record."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch._C.DisableTorchFunction():
+        return fn()
+
+
+def test_watch_is_not_fooled_by_code_that_switches_off_both_records():
+    with pytest.raises(CheckFailed, match="switches off the check's record of PyTorch calls"), Watch([]) as watch:
+        _both_records_off(lambda: torch.softmax(torch.ones(3), 0))
+    assert not watch.used_softmax()  # unseen: hence the escape
+
+
+def test_watch_takes_no_escape_for_what_pytorch_switches_off_itself(capsys):
+    with Watch([]) as watch:  # printing a tensor and a device context both take modes off their stacks
+        print(torch.ones(2))
+        with torch.device("cpu"):
+            torch.softmax(torch.ones(3), 0)
+    assert watch.used_softmax() and "tensor([1., 1.])" in capsys.readouterr().out
 
 
 def test_nested_watches_see_the_same_calls_and_no_escape():

@@ -1,4 +1,4 @@
-"""The one private PyTorch API attn_helpers uses: these tests fail loudly when a PyTorch release changes it."""
+"""The private PyTorch APIs attn_helpers uses: these tests fail loudly when a PyTorch release changes them."""
 
 import ast
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from attn_helpers._torch_private import dispatch_mode_base, tensors_in
+from attn_helpers._torch_private import dispatch_mode_base, tensors_in, torch_function_switch
 from attn_helpers.checks import Watch
 from attn_helpers.cost import TensorMemoryTracker
 
@@ -22,6 +22,20 @@ def test_private_dispatch_mode_is_still_what_the_package_relies_on():
     assert TorchDispatchMode._should_skip_dynamo() is True and TensorMemoryTracker._should_skip_dynamo() is False
     # the override works: __torch_dispatch__ is our own function, not wrapped for torch.compile
     assert TensorMemoryTracker.__torch_dispatch__ is TensorMemoryTracker.__dict__["__torch_dispatch__"]
+
+
+def test_the_torch_function_switch_still_shows_to_a_profiler():
+    # If this fails, DisableTorchFunction changed: Watch would no longer see code hide from its record.
+    switch = torch_function_switch()
+    assert switch is torch._C.DisableTorchFunction
+    seen = []
+    sys.setprofile(lambda frame, event, arg: event == "c_call" and seen.append(getattr(arg, "__self__", None)))
+    try:
+        with switch():
+            pass
+    finally:
+        sys.setprofile(None)
+    assert any(isinstance(owner, switch) for owner in seen)
 
 
 def test_dispatch_modes_do_not_import_dynamo():

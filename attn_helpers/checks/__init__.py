@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .._torch_private import dispatch_mode_base, tensors_in
+from .._torch_private import dispatch_mode_base, tensors_in, torch_function_switch
 
 __all__ = [
     "CheckFailed",
@@ -202,8 +202,11 @@ class Watch:
     def _profile(self, frame, event, arg):  # noqa: ANN001
         if event == "call" and frame.f_code in self._codes:
             self.called.add(self._codes[frame.f_code])
-        elif event == "c_call" and arg in _ESCAPES and self._escape is None and frame.f_code not in _OWN_CODES:
-            self._escape = _ESCAPES[arg]
+        elif event == "c_call" and self._escape is None and frame.f_code not in _OWN_CODES:
+            if arg in _ESCAPES:
+                self._escape = _ESCAPES[arg]
+            elif isinstance(getattr(arg, "__self__", None), _DISABLE_TORCH_FUNCTION):  # leaving `with` it
+                self._escape = "switches off the check's record of PyTorch calls"
         if self._previous is not None:
             self._previous(frame, event, arg)
 
@@ -244,7 +247,8 @@ class Watch:
 def _escapes() -> dict[Callable, str]:
     """The builtins through which code leaves the sight of Watch's profiler (one thread of one process)."""
     found: dict[Callable, str] = {sys.setprofile: "switches off the check's profiler (sys.setprofile)"}
-    for module, names, what in [("_thread", ("start_new_thread", "start_joinable_thread"), "starts a thread"),
+    for module, names, what in [("_thread", ("start_new_thread", "start_joinable_thread"),
+                                 "starts a thread (as torch.compile does when it compiles: pass the plain function)"),
                                 ("os", ("fork", "posix_spawn", "posix_spawnp"), "starts a process"),
                                 ("_posixsubprocess", ("fork_exec",), "starts a process")]:
         try:
@@ -256,6 +260,7 @@ def _escapes() -> dict[Callable, str]:
 
 
 _ESCAPES = _escapes()
+_DISABLE_TORCH_FUNCTION = torch_function_switch()
 
 
 _OWN_CODES = {Watch.__enter__.__code__, Watch.__exit__.__code__}  # where a Watch sets the profiler itself
@@ -323,32 +328,61 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 def tensors_from_outside(fn: Callable) -> list[str]:
-    """What ``fn`` reads that holds tensors made before it was called: globals its code names, closure
-    variables and default arguments (or a list, tuple, set or dict of tensors among them), by name.
+    """What ``fn`` reads that holds tensors made before it was called, by name: globals its code names,
+    closure variables and default arguments, and the same for the functions of the notebook it calls; a
+    tensor (or NumPy array) counts also inside lists, tuples, sets, dicts and plain objects among them.
 
     For a function whose answer depends only on its arguments' values (a mask from two sizes): reading
     such a tensor means slicing an answer made beforehand, perhaps by the helper the exercise rules out.
     """
-    if isinstance(fn, functools.partial):
-        found = tensors_from_outside(fn.func)
-        return found + ["an argument bound by functools.partial"] * any(
-            _holds_tensor(v) for v in [*fn.args, *fn.keywords.values()])
-    fn = getattr(fn, "__wrapped__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
-    outside = {name: fn.__globals__[name] for name in _global_names(code) if name in fn.__globals__}
-    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
-        with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
-            outside[name] = cell.cell_contents
-    for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]:
-        outside.setdefault("a default argument", value)
-    return sorted(name for name, value in outside.items() if _holds_tensor(value))
+    found: list[str] = []
+    seen: set[int] = set()
+
+    def visit(fn: object) -> None:
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        if isinstance(fn, functools.partial):
+            visit(fn.func)
+            if any(_holds_tensor(v) for v in [*fn.args, *fn.keywords.values()]):
+                found.append("an argument bound by functools.partial")
+            return
+        fn = getattr(fn, "__wrapped__", fn)
+        code = getattr(fn, "__code__", None)
+        if not isinstance(code, types.CodeType):
+            return
+        outside = {name: fn.__globals__[name] for name in _global_names(code) if name in fn.__globals__}
+        for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
+            with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
+                outside[name] = cell.cell_contents
+        for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]:
+            outside.setdefault("a default argument", value)
+        for name, value in outside.items():
+            if _holds_tensor(value) and name not in found:
+                found.append(name)
+            elif isinstance(value, (types.FunctionType, functools.partial)) and \
+                    getattr(value, "__module__", None) == fn.__module__:  # a helper of the same notebook or file
+                visit(value)
+
+    visit(fn)
+    return sorted(found)
 
 
-def _holds_tensor(value: object) -> bool:
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set, frozenset)) else ()
-    return isinstance(value, torch.Tensor) or any(isinstance(item, torch.Tensor) for item in items)
+def _holds_tensor(value: object, depth: int = 3) -> bool:
+    """True if ``value`` is a tensor or an array, or holds one (in containers or attributes) ``depth`` deep."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return True
+    if depth == 0 or isinstance(value, (str, bytes, type, types.ModuleType, types.FunctionType, nn.Module)):
+        return False
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    elif type(value).__module__ not in ("builtins", "torch") and hasattr(value, "__dict__"):
+        items = list(vars(value).values())  # a plain object's attributes (types.SimpleNamespace, a dataclass …)
+    else:
+        return False
+    return any(_holds_tensor(item, depth - 1) for item in items)
 
 
 def _code_of(fn: Callable) -> object:

@@ -92,6 +92,7 @@ def batched_attention(X: torch.Tensor, W: torch.Tensor, Y: torch.Tensor) -> None
             torch.cat([a, b]),
         "the sentences are stacked along the wrong dimension: the batch dimension comes first, (b, t, d).":
             torch.stack([a, b], dim=1),
+        "the sentences are in the other order: a first, then b.": torch.stack([b, a]),
     })
     scores = torch.bmm(expected_X, expected_X.transpose(1, 2))  # (2, 4, 4)
     expected_W = torch.softmax(scores, dim=-1)

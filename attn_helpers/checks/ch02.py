@@ -68,10 +68,10 @@ def _run_by_hand(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int) -> 
             "stable_softmax calls PyTorch's softmax (torch.softmax, F.softmax, x.softmax, nn.Softmax or "
             "log_softmax), which the exercise rules out. Hint: write it with torch.exp, amax and sum only."
         )
-    if watch.used("logsumexp"):
+    if watch.used("logsumexp", "logcumsumexp", "logaddexp"):  # a log-sum-exp under any of PyTorch's names
         raise CheckFailed(
-            "stable_softmax calls torch.logsumexp, which does the shift by the maximum for you. Hint: write it with "
-            "torch.exp, amax and sum only."
+            "stable_softmax calls a log-sum-exp (torch.logsumexp, logcumsumexp or logaddexp), which does the shift "
+            "by the maximum for you. Hint: write it with torch.exp, amax and sum only."
         )
     return result
 

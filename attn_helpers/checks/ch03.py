@@ -9,12 +9,13 @@ from functools import lru_cache
 import torch
 
 from ..explore import ODYSSEY_SENTENCE, ORDER_SENTENCE
-from ..glove import GloVe, cosine_similarity
+from ..glove import GloVe, cosine_similarity, tokenize
 from . import CheckFailed, check_tensor
 
-__all__ = ["CAT_SENTENCE", "cat_street_weights", "doubled_ship_row", "contextual_function"]
+__all__ = ["CAT_SENTENCE", "PUNCTUATED_SENTENCE", "cat_street_weights", "doubled_ship_row", "contextual_function"]
 
 CAT_SENTENCE = "the cat walks on the street"  # seed 000's sentence, exercise ex-ch03-cat
+PUNCTUATED_SENTENCE = "Well, I must go back to my ship and my crew"  # exercise ex-ch03-context
 
 
 @lru_cache(maxsize=1)
@@ -60,18 +61,29 @@ def doubled_ship_row(w: torch.Tensor) -> None:
 def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
     """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first occurrence."""
     glove = _glove()
-    # "i" first: there the unscaled weights are not one-hot, so "not scaled" and "unchanged" differ
-    for sentence, word in ((ODYSSEY_SENTENCE, "i"), (ORDER_SENTENCE, "ship"), (CAT_SENTENCE, "street")):
-        i = sentence.lower().split().index(word)
+    # "i" first: there the unscaled weights are not one-hot, so "not scaled" and "unchanged" differ; the last
+    # sentence has punctuation, which ah.tokenize splits off as tokens of its own and str.split does not
+    for sentence, word in ((ODYSSEY_SENTENCE, "i"), (ORDER_SENTENCE, "ship"), (CAT_SENTENCE, "street"),
+                           (PUNCTUATED_SENTENCE, "ship")):
+        i = tokenize(sentence).index(word)
         X = glove.embed(sentence)  # (t, 50)
         W = _weights(X)
-        answer = fn(sentence, word)
+        try:
+            answer = fn(sentence, word)
+        except Exception as error:
+            raise CheckFailed(f"contextual_vector({sentence!r}, {word!r}) raised {type(error).__name__}: {error}. "
+                              "Hint: split the sentence with ah.tokenize, as glove.embed does.") from error
         if isinstance(answer, torch.Tensor) and answer.shape == W.shape:
             raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector W[i] @ X.")
-        check_tensor(answer, W[i] @ X, f"contextual vector of {word!r} in {sentence!r}", {
+        mistakes = {
             "this is the word's GloVe vector unchanged; mix it with the others: W[i] @ X.": X[i],
             "the scores are not scaled: divide X Xᵀ by √d before the softmax.": torch.softmax(X @ X.T, dim=-1)[i] @ X,
             "the weights are transposed: output i is Σ_j W[i, j] x_j, row i of W @ X, not of W.T @ X.": (W.T @ X)[i],
             "these are the cosine-weighted sums of the section without softmax; use softmax(X Xᵀ / √d).":
                 (cosine_similarity(X) @ X)[i],
-        })
+        }
+        split = sentence.lower().split()
+        if word in split and split.index(word) != i:
+            mistakes["the position comes from str.split, which leaves punctuation attached to the words ('well,'): "
+                     "take it from ah.tokenize(sentence), whose tokens are the rows of X."] = W[split.index(word)] @ X
+        check_tensor(answer, W[i] @ X, f"contextual vector of {word!r} in {sentence!r}", mistakes)

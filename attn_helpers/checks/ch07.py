@@ -76,12 +76,15 @@ DECODE_SIZES = ((T_Q, T_K), (1, 5), (2, 9), (4, 4), (5, 6))  # (t_q, t_k) on whi
 
 
 def _forbidden_masks() -> list[Callable]:
-    """The ready-made bottom-right causal masks the exercise rules out, every route PyTorch offers to its own."""
+    """The ready-made causal masks the exercise rules out: the book's, and every route PyTorch offers to its own
+    (either corner of its causal biases, whose top-left one sliced gives the same mask, and nn.Transformer's)."""
+    from torch import nn
     from torch.nn.attention import bias
 
     from ..masks import causal_mask
 
-    return [causal_mask, bias.causal_lower_right, bias.CausalBias._lower_right]
+    return [causal_mask, bias.causal_lower_right, bias.CausalBias._lower_right, bias.causal_upper_left,
+            bias.CausalBias._upper_left, nn.Transformer.generate_square_subsequent_mask]
 
 
 def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
@@ -91,6 +94,8 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
         raise CheckFailed(
             f"pass the function itself, decoding_mask, not {type(fn).__name__}: the check calls it on several sizes."
         )
+    if hasattr(fn, "cache_info") and hasattr(fn, "__wrapped__"):  # functools.cache: run it, not its cached masks
+        fn = fn.__wrapped__
     if outside := tensors_from_outside(fn):
         raise CheckFailed(
             f"decoding_mask reads {', '.join(outside)}, a tensor made outside it: build the mask inside the function, "
