@@ -157,7 +157,7 @@ class TinyDecoder(nn.Module):
 
     ``forward(tokens, caches=None)`` takes token ids ``(b, t_new)`` and, optionally, one
     :class:`KVCache` per layer for the tokens before them; returns ``(logits (b, t_new, vocab), caches)``.
-    Without caches the tokens are a whole sequence from its start. No word order, no MLP: just
+    Without caches the tokens are a whole sequence from its start. No position embeddings, no MLP: just
     enough model to show what caching does.
     """
 

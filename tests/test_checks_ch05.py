@@ -94,7 +94,17 @@ def merge_ok(x):
 
 def test_split_and_merge_accepts_solution(capsys):
     check.split_and_merge(split_ok, merge_ok)
-    assert capsys.readouterr().out.count("correct") == 3
+    assert capsys.readouterr().out.count("correct") == 5
+
+
+@pytest.mark.parametrize("split, merge", [  # right for the exercise's (2, 5, 12) only
+    (lambda x, h: x.view(2, 5, h, -1).transpose(1, 2), lambda x: x.transpose(1, 2).reshape(2, 5, 12)),
+    (split_ok, lambda x: x.transpose(1, 2).reshape(2, 5, -1)),
+    (lambda x, h: x.view(2, 5, h, 12 // h).transpose(1, 2), merge_ok),
+], ids=["both", "merge", "split"])
+def test_split_and_merge_reject_the_exercises_sizes_written_in(split, merge):
+    with pytest.raises(CheckFailed, match="It was right on the exercise's inputs|though it worked on the exercise's"):
+        check.split_and_merge(split, merge)
 
 
 @pytest.mark.parametrize("split, hint", [
@@ -302,7 +312,16 @@ def _distance(t, sign=1):
 
 def test_look_back_distance_accepts_solution(capsys):
     check.look_back_distance(look_back_ok)
-    assert capsys.readouterr().out.count("correct") == 1
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+def test_look_back_distance_rejects_t_written_in():
+    def look_back_t7(w):  # right for the exercise's 7 tokens only
+        i = torch.arange(7)
+        return (w * (i[:, None] - i[None, :]).float()).sum(-1)[:, :, 2:].mean(dim=(0, 2))
+
+    with pytest.raises(CheckFailed, match="take t from weights.shape"):
+        check.look_back_distance(look_back_t7)
 
 
 @pytest.mark.parametrize("look_back, hint", [

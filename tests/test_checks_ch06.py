@@ -50,6 +50,8 @@ def test_broadcast_shape_rejects_wrong_types():
         check.broadcast_shape("2456")                      # the right digits, as a string
     with pytest.raises(CheckFailed, match="tuple of ints"):
         check.broadcast_shape((2.9, 4.2, 5.5, 6.7))        # floats that int() would round down to the answer
+    with pytest.raises(CheckFailed, match="has no order"):
+        check.broadcast_shape({4, 2, 5, 6})                 # iterates as 2, 4, 5, 6 in CPython, by chance
 
 
 # ex-ch06-load: three matrices into nn.MultiheadAttention
@@ -245,6 +247,21 @@ def two_passes(q, k, v, block):
     return blocks_against(m, q, k, v, block)
 
 
+def pairs_of_queries(q, k, v, block):  # full softmax rows, two queries at a time: never a (t_q, t_k) or (t_k,)
+    rows = [torch.softmax(q_pair @ k.T / math.sqrt(q.shape[-1]), -1) @ v for q_pair in q.split(2)]
+    return torch.cat(rows)
+
+
+def two_passes_by_broadcasting(q, k, v, block):
+    """two_passes, with the first pass's scores summed from a broadcast product rather than a matrix product."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = torch.full((q.shape[0], 1), -math.inf)
+    for start in range(0, k.shape[0], block):
+        scores = (q[:, None, :] * k[None, start:start + block]).sum(-1) * scale  # (t_q, block)
+        m = torch.maximum(m, scores.amax(-1, keepdim=True))
+    return blocks_against(m, q, k, v, block)
+
+
 def full_matrix(q, k, v, block):
     return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
 
@@ -287,9 +304,11 @@ def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every 
     (not_normalised, "divide the accumulated output by the running sum"),
     (no_maximum, "output contains NaN or inf"),
     (first_block_maximum, "output contains NaN or inf"),
-    (row_by_row_softmax, "full row of t_k scores"),
-    (row_by_row_by_hand, "full row of t_k scores"),
+    (row_by_row_softmax, "full rows of t_k scores"),
+    (row_by_row_by_hand, "full rows of t_k scores"),
     (two_passes, "computes each block's scores more than once"),
+    (two_passes_by_broadcasting, "computes each block's scores more than once"),
+    (pairs_of_queries, "full rows of t_k scores"),
     (full_matrix, "builds a full t_q × t_k tensor"),
     (lambda q, k, v, block: ah.attention(q, k, v)[0], "calls ah.attention"),
     (lambda q, k, v, block: ah.cost.loop_attention(q, k, v)[0], "calls ah.cost.loop_attention"),

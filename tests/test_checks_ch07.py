@@ -186,6 +186,13 @@ SLICE = "    return BIG[t_k - t_q:t_k, :t_k]\n"
     "def make():\n    BIG = ah.causal_mask(64)\n    def decoding_mask(t_q, t_k):\n    " + SLICE + "    return decoding_mask\n"
     "decoding_mask = make()",                                                                   # a closure
     "def decoding_mask(t_q, t_k, BIG=ah.causal_mask(64)):\n" + SLICE,                         # a default argument
+    "def decoding_mask(t_q, t_k, dtype=torch.bool, *, BIG=ah.causal_mask(64)):\n" + SLICE,    # a later one
+    "import functools\ndef cut(big, t_q, t_k):\n    return big[t_k - t_q:t_k, :t_k]\n"
+    "sliced = functools.partial(cut, ah.causal_mask(64))\n"
+    "def decoding_mask(t_q, t_k):\n    return sliced(t_q, t_k)\n",                            # a partial helper
+    "_masks = {}\ndef decoding_mask(t_q, t_k):\n    if (t_q, t_k) not in _masks:\n"
+    "        _masks[t_q, t_k] = torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)\n"
+    "    return _masks[t_q, t_k]\ndecoding_mask(3, 7)\n",                                    # a cache by hand
     "MASKS = {(q, k): ah.causal_mask(q, k) for q in range(1, 20) for k in range(q, 20)}\n"
     "def decoding_mask(t_q, t_k):\n    return MASKS[t_q, t_k]\n",                            # a table of answers
     "BIG = ah.causal_mask(64)\ndecoding_mask = lambda t_q, t_k: [m[:, :t_k] for m in [BIG[t_k - t_q:t_k]]][0]\n",
@@ -204,7 +211,7 @@ SLICE = "    return BIG[t_k - t_q:t_k, :t_k]\n"
 def test_decoding_mask_rejects_a_mask_made_before_the_call(source):
     fn = notebook_function(source)
     assert torch.equal(fn(3, 7), reference_decoding_mask(3, 7))  # right values, made outside the function
-    with pytest.raises(CheckFailed, match="made outside it: build the mask inside the function"):
+    with pytest.raises(CheckFailed, match="holds tensors made before this call"):
         check.decoding_mask_function(fn)
 
 
@@ -215,6 +222,10 @@ def test_decoding_mask_runs_a_cached_function_again_rather_than_its_cache(capsys
         cached(t_q, t_k)  # warmed: the check's sizes would all be cache hits
     with pytest.raises(CheckFailed, match="asks you not to use"):
         check.decoding_mask_function(cached)
+    helper = notebook_function("import functools\n@functools.cache\ndef big():\n    return ah.causal_mask(64)\n"
+                               "big()\ndef decoding_mask(t_q, t_k):\n    return big()[t_k - t_q:t_k, :t_k]\n")
+    with pytest.raises(CheckFailed, match="asks you not to use"):  # a cached helper is run again too
+        check.decoding_mask_function(helper)
     by_hand = notebook_function("import functools\n@functools.lru_cache\ndef decoding_mask(t_q, t_k):\n"
                                 "    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)\n")
     check.decoding_mask_function(by_hand)

@@ -62,7 +62,22 @@ def _reference_rope(x, positions):
 
 def test_rope_function_accepts_solution(capsys):
     check.rope_function(_reference_rope)
-    assert "✓ rope(x, positions): correct" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "✓ rope(x, positions): correct" in out and "✓ rope on x of shape (3, 4, 6): correct" in out
+
+
+def test_rope_function_rejects_d_written_in():
+    def rope_d8(x, positions):  # right for the exercise's d = 8 only
+        theta = 10000.0 ** (-torch.arange(0, 8, 2) / 8)
+        angles = positions[:, None] * theta
+        cos, sin = torch.cos(angles), torch.sin(angles)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)
+
+    assert torch.allclose(rope_d8(torch.ones(2, 3, 8), torch.arange(3)), _reference_rope(torch.ones(2, 3, 8), torch.arange(3)),
+                          atol=1e-5)
+    with pytest.raises(CheckFailed, match="take d from x.shape"):
+        check.rope_function(rope_d8)
 
 
 def _backwards(x, positions):

@@ -193,6 +193,15 @@ def test_watch_is_not_fooled_by_code_that_switches_off_both_records():
     assert not watch.used_softmax()  # unseen: hence the escape
 
 
+def test_fused_attention_shows_even_with_the_torch_function_record_popped():
+    from torch.overrides import _pop_mode_temporarily  # how PyTorch hands a call to a mode: no escape
+
+    q = torch.randn(1, 2, 4, 3)
+    with Watch([]) as watch, _pop_mode_temporarily():
+        F.scaled_dot_product_attention(q, q, q)
+    assert "scaled_dot_product_attention" not in watch.functions and watch.used_fused_attention()
+
+
 def test_watch_takes_no_escape_for_what_pytorch_switches_off_itself(capsys):
     with Watch([]) as watch:  # printing a tensor and a device context both take modes off their stacks
         print(torch.ones(2))

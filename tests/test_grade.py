@@ -154,6 +154,8 @@ def test_headings_are_matched_by_their_label_line_or_else_their_number(book, tmp
     other = without_metadata(student_edition(labels=["ex-ch02-predict", "ex-ch02-function", "ex-ch02-batch"]))
     asm = assemble(other, book, tmp_path)  # another chapter's edition is named as such
     assert asm.missing == LABELS and asm.other_chapter == "02" and asm.recovered == []
+    # a folder of such editions picks its chapter from the labels their headings show
+    assert infer_chapter([other, other, without_metadata(student_edition())]) == "02"
 
 
 def save_in(namespace: dict, names: list[str], path: Path) -> None:

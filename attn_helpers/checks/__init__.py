@@ -38,6 +38,7 @@ __all__ = [
     "torch_attention",
     "run_by_hand",
     "on_other_sizes",
+    "reached_functions",
     "tensors_from_outside",
 ]
 
@@ -180,7 +181,9 @@ class Watch:
     or the name ``functions`` gives it when it maps functions to names.
 
     It sees only what runs in this thread, through the profiler it installs: code that starts a thread
-    or a process, or changes the profiler, makes it raise :class:`CheckFailed` on exit.
+    or a process, changes the profiler, or leaves a ``with torch._C.DisableTorchFunction()`` makes it raise
+    :class:`CheckFailed` on exit. Code written against it (a worker thread started before the check, the
+    profiler switched off through a C function) can still hide, as a copy of a helper's source can.
     """
 
     def __init__(self, functions: Iterable[Callable] | Mapping[Callable, str] = ()) -> None:
@@ -327,44 +330,59 @@ def _global_names(code: types.CodeType) -> set[str]:
     return found
 
 
+def reached_functions(fn: Callable) -> Iterator[Callable]:
+    """``fn`` and the functions of the same notebook (or file) it reaches through the globals its code names,
+    its closure and its defaults, each once: through ``functools.partial`` and caches such as
+    ``functools.cache`` too (the cached function is yielded, so that a check can clear its cache)."""
+    seen: set[int] = set()
+    todo = [fn]
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        yield fn
+        if isinstance(fn, functools.partial):
+            todo.append(fn.func)
+            continue
+        inner = getattr(fn, "__wrapped__", fn)
+        if not isinstance(getattr(inner, "__code__", None), types.CodeType):
+            continue
+        for value in _read_from_outside(inner).values():
+            if isinstance(value, functools.partial) or getattr(value, "__module__", None) == inner.__module__ and (
+                    isinstance(value, types.FunctionType) or hasattr(value, "cache_info")):
+                todo.append(value)
+
+
+def _read_from_outside(fn: types.FunctionType) -> dict[str, object]:
+    """What plain function ``fn`` reads from outside its body, by name: globals, closure variables, defaults."""
+    outside = {name: fn.__globals__[name] for name in _global_names(fn.__code__) if name in fn.__globals__}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
+            outside[name] = cell.cell_contents
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    if any(_holds_tensor(value) for value in defaults):
+        outside["a default argument"] = next(value for value in defaults if _holds_tensor(value))
+    return outside
+
+
 def tensors_from_outside(fn: Callable) -> list[str]:
-    """What ``fn`` reads that holds tensors made before it was called, by name: globals its code names,
-    closure variables and default arguments, and the same for the functions of the notebook it calls; a
-    tensor (or NumPy array) counts also inside lists, tuples, sets, dicts and plain objects among them.
+    """What ``fn``, or a function of the notebook it calls (:func:`reached_functions`), reads that holds tensors
+    made before the call, by name: globals, closure variables and default arguments; a tensor (or NumPy array)
+    counts also inside lists, tuples, sets, dicts and plain objects among them.
 
     For a function whose answer depends only on its arguments' values (a mask from two sizes): reading
-    such a tensor means slicing an answer made beforehand, perhaps by the helper the exercise rules out.
+    such a tensor means reusing an answer made beforehand, perhaps by the helper the exercise rules out.
     """
-    found: list[str] = []
-    seen: set[int] = set()
-
-    def visit(fn: object) -> None:
-        if id(fn) in seen:
-            return
-        seen.add(id(fn))
-        if isinstance(fn, functools.partial):
-            visit(fn.func)
-            if any(_holds_tensor(v) for v in [*fn.args, *fn.keywords.values()]):
-                found.append("an argument bound by functools.partial")
-            return
-        fn = getattr(fn, "__wrapped__", fn)
-        code = getattr(fn, "__code__", None)
-        if not isinstance(code, types.CodeType):
-            return
-        outside = {name: fn.__globals__[name] for name in _global_names(code) if name in fn.__globals__}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True):
-            with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
-                outside[name] = cell.cell_contents
-        for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]:
-            outside.setdefault("a default argument", value)
-        for name, value in outside.items():
-            if _holds_tensor(value) and name not in found:
-                found.append(name)
-            elif isinstance(value, (types.FunctionType, functools.partial)) and \
-                    getattr(value, "__module__", None) == fn.__module__:  # a helper of the same notebook or file
-                visit(value)
-
-    visit(fn)
+    found: set[str] = set()
+    for reached in reached_functions(fn):
+        if isinstance(reached, functools.partial):
+            if any(_holds_tensor(v) for v in [*reached.args, *reached.keywords.values()]):
+                found.add("an argument bound by functools.partial")
+            continue
+        inner = getattr(reached, "__wrapped__", reached)
+        if isinstance(getattr(inner, "__code__", None), types.CodeType):
+            found |= {name for name, value in _read_from_outside(inner).items() if _holds_tensor(value)}
     return sorted(found)
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 import torch
 
 from ..explore import ODYSSEY_SENTENCE, ORDER_SENTENCE
-from ..glove import GloVe, cosine_similarity, tokenize
+from ..glove import GloVe, OutOfVocabularyError, cosine_similarity, tokenize
 from . import CheckFailed, check_tensor
 
 __all__ = ["CAT_SENTENCE", "PUNCTUATED_SENTENCE", "cat_street_weights", "doubled_ship_row", "contextual_function"]
@@ -71,8 +71,10 @@ def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
         try:
             answer = fn(sentence, word)
         except Exception as error:
-            raise CheckFailed(f"contextual_vector({sentence!r}, {word!r}) raised {type(error).__name__}: {error}. "
-                              "Hint: split the sentence with ah.tokenize, as glove.embed does.") from error
+            hint = (" Hint: split the sentence with ah.tokenize, as glove.embed does." if isinstance(
+                error, (OutOfVocabularyError, ValueError)) else "")  # a word with its punctuation, or not found
+            raise CheckFailed(f"contextual_vector({sentence!r}, {word!r}) raised {type(error).__name__}: "
+                              f"{error}.{hint}") from error
         if isinstance(answer, torch.Tensor) and answer.shape == W.shape:
             raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector W[i] @ X.")
         mistakes = {

@@ -102,6 +102,12 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
         "the heads are concatenated in the wrong order: the features of head 0 come first, then head 1, ….":
             expected.permute(0, 2, 3, 1).reshape(b, t, hk),
     })
+    x2 = torch.randn(3, 4, 10, generator=torch.Generator().manual_seed(502))  # other sizes: (b, t, h·d_k), h = 5
+    split2 = x2.view(3, 4, 5, 2).transpose(1, 2)  # (b, h, t, d_k)
+    with on_other_sizes("split_heads or merge_heads", "a (3, 4, 10) tensor with h = 5",
+                        "take b, t and h·d_k from the tensor's shape, and d_k = h·d_k // h."):
+        check_tensor(split_heads(x2.clone(), 5), split2, "split_heads on a (3, 4, 10) tensor with h = 5")
+        check_tensor(merge_heads(split2.contiguous()), x2, "merge_heads on its (3, 5, 4, 2) split")
 
 
 def _seeded_mha(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
@@ -235,3 +241,8 @@ def look_back_distance(look_back: Callable) -> None:
         "per head, shape (h,).": per_query[:, :, 2:].mean(dim=2),
         "you averaged over the heads too: return one number per head, shape (h,).": expected.mean(),
     })
+    w2 = torch.softmax(2 * torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(506)), dim=-1)
+    i2 = torch.arange(9, dtype=torch.float32)
+    expected2 = (w2 * (i2[:, None] - i2[None, :])).sum(-1)[:, :, 2:].mean(dim=(0, 2))  # (3,)
+    with on_other_sizes("look_back", "weights of shape (2, 3, 9, 9)", "take t from weights.shape[-1]."):
+        check_tensor(look_back(w2.clone()), expected2, "look_back on weights of shape (2, 3, 9, 9)")

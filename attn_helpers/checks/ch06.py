@@ -32,6 +32,9 @@ def broadcast_shape(answer: object) -> None:
         shape = tuple(answer)  # type: ignore[arg-type]
     except TypeError:
         shape = None
+    if isinstance(answer, (set, frozenset, dict)):
+        raise CheckFailed(f"out_shape should be a tuple such as (1, 2, 3): a {type(answer).__name__} has no order "
+                          f"(and a set no repeated sizes), got {answer!r}.")
     if isinstance(answer, str) or shape is None or not all(isinstance(n, numbers.Integral) and not isinstance(
             n, (bool, np.bool_)) for n in shape):  # NumPy's integers are whole numbers too
         raise CheckFailed(f"out_shape should be a tuple of ints such as (1, 2, 3), got {answer!r}.")
@@ -150,14 +153,23 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _score_products(watch: Watch, t_q: int, d_k: int, block: int) -> int:
-    """How many matrix products made a block of scores: a (t_q, n ≤ block) result from (t_q, d_k) queries."""
+    """How many operators made a block of scores, a (t_q, n ≤ block) result: a matrix product of the (t_q, d_k)
+    queries, or a sum over d_k of a (t_q, n, d_k) product (the same scores, by broadcasting)."""
     count = 0
     for op in watch.ops:
-        if op.name in ("mm", "bmm", "addmm", "baddbmm") and any(
-            _squeezed(i) in ((t_q, d_k), (d_k, t_q)) for i in op.inputs
-        ) and any(len(o) == 2 and t_q in o and min(o) <= block for o in map(_squeezed, op.outputs)):
+        outs = [o for o in map(_squeezed, op.outputs) if len(o) == 2 and t_q in o and min(o) <= block]
+        ins = [_squeezed(i) for i in op.inputs]
+        if outs and (op.name in ("mm", "bmm", "addmm", "baddbmm") and any(i in ((t_q, d_k), (d_k, t_q)) for i in ins)
+                     or any(sorted(i) == sorted((*o, d_k)) for i in ins for o in outs)):
             count += 1
     return count
+
+
+def _rows_of_scores(shapes: set[tuple[int, ...]], t_q: int, t_k: int, d_k: int, d_v: int) -> bool:
+    """True if a tensor held the scores of one or a few queries against every key: (t_k,), or (n, t_k) for
+    n < t_q (either way round), n differing from the feature sizes (k.T is (d_k, t_k))."""
+    few = set(range(2, t_q)) - {d_k, d_v}
+    return (t_k,) in shapes or any((n, t_k) in shapes or (t_k, n) in shapes for n in few)
 
 
 def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -183,11 +195,11 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
                 "the function builds a full t_q × t_k tensor. Hint: compute the scores of one block of "
                 "keys at a time, q @ k[start:start + block].T."
             )
-        if (t_k,) in shapes:
+        if _rows_of_scores(shapes, t_q, t_k, d_k, v.shape[-1]):
             raise CheckFailed(
-                "the function builds a full row of t_k scores (one query against every key, for example a "
-                "softmax row by row). Hint: loop over blocks of keys and keep a running maximum, sum and "
-                "output per query, so that only a block of scores exists at a time."
+                "the function builds full rows of t_k scores (one query, or a few, against every key, for "
+                "example a softmax row by row). Hint: loop over blocks of keys and keep a running maximum, sum "
+                "and output per query, so that only a block of scores exists at a time."
             )
     if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and not torch.isfinite(answer).all():
         raise CheckFailed(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, check_tensor, check_value, tensors_from_outside
+from . import CheckFailed, Watch, check_tensor, check_value, reached_functions, tensors_from_outside
 
 __all__ = [
     "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
@@ -94,12 +94,14 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
         raise CheckFailed(
             f"pass the function itself, decoding_mask, not {type(fn).__name__}: the check calls it on several sizes."
         )
-    if hasattr(fn, "cache_info") and hasattr(fn, "__wrapped__"):  # functools.cache: run it, not its cached masks
-        fn = fn.__wrapped__
+    for reached in reached_functions(fn):  # functools.cache and its kind: computed again, under the watch
+        if hasattr(reached, "cache_clear"):
+            reached.cache_clear()
     if outside := tensors_from_outside(fn):
         raise CheckFailed(
-            f"decoding_mask reads {', '.join(outside)}, a tensor made outside it: build the mask inside the function, "
-            f"from t_q and t_k alone. A slice of a mask made beforehand (with ah.causal_mask, say) skips the exercise."
+            f"decoding_mask reads {', '.join(outside)}, which holds tensors made before this call (a mask made "
+            f"beforehand, or a cache of earlier results): build the mask inside the function, from t_q and t_k "
+            f"alone, on every call."
         )
     for t_q, t_k in DECODE_SIZES:
         watch = Watch(_forbidden_masks())

@@ -12,7 +12,7 @@ from .. import circuits, depth, position
 from ..attention import attention
 from ..explore import ODYSSEY_SENTENCE
 from ..glove import GloVe
-from . import CheckFailed, Watch, check_tensor, check_value
+from . import CheckFailed, Watch, check_tensor, check_value, on_other_sizes
 
 __all__ = [
     "exercise_sequence",
@@ -115,6 +115,15 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
         "you measured the positions from the smallest one; rotate each row by its position as given.":
             position.rope(x, positions - positions.min()),
     }, atol=1e-4)
+    x2 = torch.randn(3, 4, 6, generator=gen)  # other sizes: (b, t, d) = (3, 4, 6)
+    positions2 = torch.tensor([9, 3, 5, 0])
+    other_sizes = ("rope", "x of shape (3, 4, 6)", "take d from x.shape[-1] and t from the positions.")
+    with on_other_sizes(*other_sizes), Watch([position.rope]) as watch:
+        answer2 = fn(x2.clone(), positions2.clone())
+    if watch.called:
+        raise CheckFailed(message)
+    with on_other_sizes(*other_sizes):
+        check_tensor(answer2, position.rope(x2, positions2), "rope on x of shape (3, 4, 6)", atol=1e-4)
 
 
 def _circuit_mistakes(model: circuits.AttentionOnly) -> dict[str, torch.Tensor]:

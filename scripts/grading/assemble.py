@@ -132,8 +132,12 @@ def find_chapter(chapters_dir: Path, chapter: str) -> Path:
 
 
 def submission_chapter(nb: nbformat.NotebookNode) -> str | None:
-    """The chapter most of a notebook's exercise labels belong to, or None if it has none."""
-    counts = Counter(c for ex in find_exercises(nb) if (c := label_chapter(ex.label)))
+    """The chapter most of a notebook's exercise labels belong to (those its headings show, if it lost its
+    cell metadata), or None if it has none."""
+    labels = [ex.label for ex in find_exercises(nb)] or [
+        m.group("label") for cell in nb.cells
+        if cell.cell_type == "markdown" and HEADING_RE.match(cell.source) and (m := SHOWN_LABEL_RE.search(cell.source))]
+    counts = Counter(c for label in labels if (c := label_chapter(label)))
     return counts.most_common(1)[0][0] if counts else None
 
 
