@@ -234,8 +234,10 @@ def test_decoding_mask_runs_a_cached_function_again_rather_than_its_cache(capsys
 
 def test_decoding_mask_accepts_helpers_and_names_that_only_look_like_tensors(capsys):
     # a global tensor called `ones` beside torch.ones, and a helper function: both fine
-    fn = notebook_function("ones = torch.ones(3)\nOFFSET = 0\ndef tri(t_q, t_k):\n"
-                           "    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q + OFFSET)\n"
+    fn = notebook_function("import functools\nones = torch.ones(3)\nOFFSET = 0\n"
+                           "bools = functools.partial(torch.ones, dtype=torch.bool)  # a library function's partial\n"
+                           "def tri(t_q, t_k):\n"
+                           "    return bools(t_q, t_k).tril(diagonal=t_k - t_q + OFFSET)\n"
                            "def decoding_mask(t_q, t_k):\n    return tri(t_q, t_k)\n")
     check.decoding_mask_function(fn)
     assert capsys.readouterr().out == "✓ decoding_mask: correct\n"

@@ -334,6 +334,12 @@ def reached_functions(fn: Callable) -> Iterator[Callable]:
     """``fn`` and the functions of the same notebook (or file) it reaches through the globals its code names,
     its closure and its defaults, each once: through ``functools.partial`` and caches such as
     ``functools.cache`` too (the cached function is yielded, so that a check can clear its cache)."""
+    def module_of(fn: object) -> object:
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        return getattr(fn, "__module__", None)
+
+    notebook = module_of(fn)  # '__main__' in a notebook; library functions are not followed
     seen: set[int] = set()
     todo = [fn]
     while todo:
@@ -349,8 +355,8 @@ def reached_functions(fn: Callable) -> Iterator[Callable]:
         if not isinstance(getattr(inner, "__code__", None), types.CodeType):
             continue
         for value in _read_from_outside(inner).values():
-            if isinstance(value, functools.partial) or getattr(value, "__module__", None) == inner.__module__ and (
-                    isinstance(value, types.FunctionType) or hasattr(value, "cache_info")):
+            if module_of(value) == notebook and (isinstance(value, (types.FunctionType, functools.partial))
+                                                 or hasattr(value, "cache_info")):
                 todo.append(value)
 
 
