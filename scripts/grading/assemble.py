@@ -7,7 +7,8 @@ saves the answer variables that check reads (answers.py), for the re-check in a 
 
 A student edition whose cell metadata was lost (a notebook rebuilt by copying cells, an editor that drops
 tags) still has its visible exercise headings, "### Exercise 1.2 (medium): …": each is matched to the
-book's exercise of that number, and its check cell is the one that calls the book's check function.
+exercise whose label its text shows (or else the book's exercise of that number), and its check cell is
+the one that calls the book's check function.
 """
 
 from __future__ import annotations
