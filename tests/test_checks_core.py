@@ -170,8 +170,7 @@ def test_watch_sees_a_modules_forward_however_it_is_reached():
     (lambda: subprocess.run(["true"], check=True), "starts a process"),
     (lambda: sys.setprofile(None), "switches off the check's profiler"),
     (lambda: sys.setprofile(sys.getprofile()), "switches off the check's profiler"),  # even put back
-    (lambda: _both_records_off(lambda: torch.softmax(torch.ones(3), 0)), "switches off the check's record"),
-], ids=["thread", "pool", "process", "profiler-off", "profiler-reset", "records-off"])
+], ids=["thread", "pool", "process", "profiler-off", "profiler-reset"])
 def test_watch_fails_when_the_code_gets_out_of_its_sight(escape, named):
     with pytest.raises(CheckFailed, match=named):
         with Watch([ah.attention]):
@@ -191,6 +190,7 @@ def test_watch_is_not_fooled_by_code_that_switches_off_both_records():
     with pytest.raises(CheckFailed, match="switches off the check's record of PyTorch calls"), Watch([]) as watch:
         _both_records_off(lambda: torch.softmax(torch.ones(3), 0))
     assert not watch.used_softmax()  # unseen: hence the escape
+    assert sys.getprofile() is None
 
 
 def test_fused_attention_shows_even_with_the_torch_function_record_popped():

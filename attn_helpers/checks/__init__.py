@@ -366,9 +366,9 @@ def _read_from_outside(fn: types.FunctionType) -> dict[str, object]:
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
             outside[name] = cell.cell_contents
-    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
-    if any(_holds_tensor(value) for value in defaults):
-        outside["a default argument"] = next(value for value in defaults if _holds_tensor(value))
+    held = [value for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()] if _holds_tensor(value)]
+    if held:
+        outside["a default argument"] = held[0]
     return outside
 
 

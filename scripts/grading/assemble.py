@@ -132,12 +132,19 @@ def find_chapter(chapters_dir: Path, chapter: str) -> Path:
     return found[0]
 
 
+def _heading(cell: nbformat.NotebookNode) -> tuple[str, str | None] | None:
+    """(number, label shown under its text or None) of a student edition's exercise heading cell, else None."""
+    if cell.cell_type != "markdown" or not (m := HEADING_RE.match(cell.source)):
+        return None
+    shown = SHOWN_LABEL_RE.search(cell.source)
+    return m.group("number"), shown.group("label") if shown else None
+
+
 def submission_chapter(nb: nbformat.NotebookNode) -> str | None:
     """The chapter most of a notebook's exercise labels belong to (those its headings show, if it lost its
     cell metadata), or None if it has none."""
     labels = [ex.label for ex in find_exercises(nb)] or [
-        m.group("label") for cell in nb.cells
-        if cell.cell_type == "markdown" and HEADING_RE.match(cell.source) and (m := SHOWN_LABEL_RE.search(cell.source))]
+        shown for cell in nb.cells if (heading := _heading(cell)) and (shown := heading[1])]
     counts = Counter(c for label in labels if (c := label_chapter(label)))
     return counts.most_common(1)[0][0] if counts else None
 
@@ -158,10 +165,10 @@ def recover_headings(nb: nbformat.NotebookNode, book: Book) -> tuple[nbformat.No
     have = {ex.label for ex in find_exercises(nb)}
     nb, recovered = copy.deepcopy(nb), []
     for cell in nb.cells:
-        if cell.cell_type != "markdown" or exercise_meta(cell) is not None or not (m := HEADING_RE.match(cell.source)):
+        if exercise_meta(cell) is not None or not (heading := _heading(cell)):
             continue
-        shown = SHOWN_LABEL_RE.search(cell.source)
-        label = shown.group("label") if shown else book.numbers.get(m.group("number"))
+        number, shown = heading
+        label = shown or book.numbers.get(number)
         if label and label not in have and label not in recovered:
             cell.setdefault("metadata", {})[EXERCISE_META] = {"label": label}
             recovered.append(label)
