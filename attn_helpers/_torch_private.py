@@ -5,7 +5,8 @@ A *dispatch mode* sees every operator call below autograd together with the tens
 reports allocations per operator, not the peak of the tensors alive at once), and the self-checks
 record which operators a learner's function ran. PyTorch keeps the class in the private module
 ``torch.utils._python_dispatch``; ``tests/test_torch_private.py`` fails loudly if a release moves
-or changes it. The self-checks also need to notice code that switches the modes off (:func:`torch_function_switch`).
+or changes it. The self-checks also need to notice code that switches the modes off (:func:`torch_function_switch`),
+and to know which tensors an operator writes into (:func:`written_tensors`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,17 @@ def tensors_in(tree: object) -> Iterator[torch.Tensor]:
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from tensors_in(item)
+
+
+def written_tensors(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors an operator call writes into: ``self`` of an in-place operator (``mul_``, ``copy_``, which
+    ``x[i] = y`` becomes) and ``out=`` of an out variant, read from the operator's schema (``Tensor(a!)``)."""
+    written = []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            value = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+            written.extend(tensors_in(value))
+    return written
 
 
 def torch_function_switch() -> type:

@@ -218,6 +218,78 @@ def test_gqa_rejects_copies_of_scaled_keys():
         check.gqa_function(scaled_copies_per_head)
 
 
+def attend(q, keys, values):  # (b, h, 1, d_k) from keys and values already copied per query head
+    w = torch.softmax(q @ keys.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    return w @ values
+
+
+def copied_into_a_buffer(q, k, v):  # right numbers; each head's keys written into a buffer made first
+    b, h, _, d_k = q.shape
+    r = h // k.shape[1]
+    keys, values = q.new_zeros(b, h, k.shape[2], d_k), q.new_zeros(b, h, v.shape[2], d_k)
+    for i in range(h):
+        keys[:, i], values[:, i] = k[:, i // r], v[:, i // r]
+    return attend(q, keys, values)
+
+
+def copied_with_out(q, k, v):  # right numbers; the copies written with out= into uninitialised buffers
+    r = q.shape[1] // k.shape[1]
+    heads = torch.arange(q.shape[1]) // r
+    keys, values = torch.empty(0), torch.empty(0)
+    torch.index_select(k, 1, heads, out=keys)
+    torch.index_select(v, 1, heads, out=values)
+    return attend(q, keys, values)
+
+
+def copied_as_flat_rows(q, k, v):  # right numbers; each head's keys flattened to one row, rows repeated
+    b, h, _, d_k = q.shape
+    g, t = k.shape[1], k.shape[2]
+    rows_k = k.reshape(b * g, t * d_k).repeat_interleave(h // g, 0)  # (b h, t d_k)
+    rows_v = v.reshape(b * g, t * d_k).repeat_interleave(h // g, 0)
+    return attend(q, rows_k.view(b, h, t, d_k), rows_v.view(b, h, t, d_k))
+
+
+@pytest.mark.parametrize("copies", [copied_into_a_buffer, copied_with_out, copied_as_flat_rows])
+def test_gqa_rejects_copies_written_into_buffers_or_flattened(copies):
+    with pytest.raises(CheckFailed, match="copied once per query head"):
+        check.gqa_function(copies)
+
+
+def rescaled_in_place(q, k, v):  # right, one copy of the cache, changed in place several times
+    b, h, _, d_k = q.shape
+    g = k.shape[1]
+    keys = k.clone()
+    for _ in range(h):
+        keys.mul_(2.0)
+    keys.div_(2.0 ** h)
+    w = torch.softmax(q.reshape(b, g, h // g, d_k) @ keys.transpose(-2, -1) / d_k ** 0.5, dim=-1)
+    return (w @ v).reshape(b, h, 1, d_k)
+
+
+def test_gqa_accepts_one_copy_changed_in_place_many_times(capsys):
+    check.gqa_function(rescaled_in_place)
+    assert "✓ gqa_decode(q, k, v): correct" in capsys.readouterr().out
+
+
+def test_uninitialised_memory_is_not_counted_as_a_copy():
+    # torch.empty returns whatever the memory held, which may be keys copied and freed just before: that is
+    # no copy made by the function, so the counter ignores the empty family whatever their bytes.
+    from attn_helpers.checks.ch09 import _CopyCounter
+
+    k = torch.randn(1, 2, 6, 3)
+
+    def empty_holding_keys(*args, **kwargs):
+        return k.clone()
+
+    empty_holding_keys.overloadpacket = torch.ops.aten.empty_like
+    empty_holding_keys._schema = torch.ops.aten.empty_like.default._schema
+    counter = _CopyCounter(k)
+    for _ in range(4):
+        counter.__torch_dispatch__(empty_holding_keys, (torch.Tensor,), (k,))
+    assert counter.counts == [0, 0]
+    counter.__torch_dispatch__(torch.ops.aten.clone.default, (torch.Tensor,), (k,))
+    assert counter.counts == [1, 1]
+
 def test_gqa_rejects_an_answer_kept_from_the_exercises_call():
     q, k, v = check.gqa_inputs()
     kept = {q.sum().item(): reference_gqa(q, k, v)}  # computed outside any watch, as the chapter's cell could

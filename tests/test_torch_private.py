@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from attn_helpers._torch_private import dispatch_mode_base, tensors_in, torch_function_switch
+from attn_helpers._torch_private import dispatch_mode_base, tensors_in, torch_function_switch, written_tensors
 from attn_helpers.checks import Watch
 from attn_helpers.cost import TensorMemoryTracker
 
@@ -55,6 +55,17 @@ def test_tensors_in_walks_nested_results():
     a, b, c = torch.zeros(1), torch.ones(2), torch.ones(3)
     assert [t.shape[0] for t in tensors_in((a, [b, {"k": c}], 4, None))] == [1, 2, 3]
     assert list(tensors_in("not a tensor")) == []
+
+
+def test_operator_schemas_still_say_which_tensors_are_written():
+    # If this fails, PyTorch changed OpOverload._schema: chapter 9's copy counter would miss copies into buffers.
+    x, y, out = torch.ones(2), torch.zeros(2), torch.empty(2)
+    aten = torch.ops.aten
+    assert written_tensors(aten.add.Tensor, (x, y), {}) == []
+    assert written_tensors(aten.mul_.Tensor, (x, y), {})[0] is x
+    assert written_tensors(aten.copy_.default, (y, x), {})[0] is y
+    assert written_tensors(aten.mul.out, (x, y), {"out": out})[0] is out
+    assert written_tensors(aten.index_select.out, (x, 0, torch.tensor([1])), {"out": out})[0] is out
 
 
 def test_watch_still_records_operators_below_autograd():

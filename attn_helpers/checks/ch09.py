@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .._torch_private import dispatch_mode_base, tensors_in
+from .._torch_private import dispatch_mode_base, tensors_in, written_tensors
 from ..attention import attention
 from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
@@ -91,36 +91,58 @@ def _direction(block: torch.Tensor) -> torch.Tensor:
     return block / block.norm().clamp_min(1e-300)
 
 
+# Operators that return uninitialised memory: whatever bytes it holds (keys freed a moment ago, say), they copy nothing.
+_EMPTY = {torch.ops.aten.empty, torch.ops.aten.empty_like, torch.ops.aten.new_empty, torch.ops.aten.empty_strided,
+          torch.ops.aten.new_empty_strided}
+
+
 class _CopyCounter(dispatch_mode_base()):
     """Counts how often each ``(t, d_k)`` block of ``sources``, or a multiple of it, turns up in the tensors that
-    operators make.
+    operators make or write into.
 
-    A tensor that is a view of an operator's input is not counted (nothing was copied); a block stored
-    transposed, ``(d_k, t)``, is. Keys copied once per query head make each key block turn up h/g times,
-    however the copies are made: all at once, a batch element or a group at a time.
+    Every tensor is read as consecutive blocks of t·d_k numbers in its own order, each block as ``(t, d_k)`` and
+    as ``(d_k, t)`` (keys stored transposed): keys copied once per query head make each key block turn up h/g
+    times, however the copies are made: all at once or a head at a time, in new tensors, into a buffer
+    (``x[i] = k``, ``out=``), or flattened to rows. A view of an operator's input is not counted (nothing was
+    copied), nor is a block that an in-place operator leaves a copy of the same block.
     """
 
     def __init__(self, *sources: torch.Tensor) -> None:
         super().__init__()
-        self.shape = tuple(sources[0].shape[-2:])  # (t, d_k)
-        self.blocks = [_direction(block) for s in sources for block in s.reshape(-1, *self.shape)]
+        self.t, self.d_k = sources[0].shape[-2:]
+        self.blocks = torch.stack([_direction(b).flatten() for s in sources for b in s.reshape(-1, self.t, self.d_k)])
         self.counts = [0] * len(self.blocks)
 
+    def _matches(self, x: torch.Tensor) -> set[tuple[int, int, int]]:
+        """(layout, block, source) for each block of ``x`` that is a source block or a multiple of it."""
+        size = self.t * self.d_k
+        if not torch.is_floating_point(x) or x.numel() == 0 or x.numel() % size:
+            return set()
+        flat = x.detach().reshape(-1, self.t, self.d_k)
+        found = set()
+        for layout, blocks in enumerate((flat, flat.reshape(-1, self.d_k, self.t).transpose(-2, -1))):
+            directions = torch.stack([_direction(b).flatten() for b in blocks])  # (blocks, t·d_k)
+            close = ((directions[:, None] - self.blocks[None]).abs().amax(-1) <= 1e-6).nonzero().tolist()
+            found.update((layout, block, source) for block, source in close)
+        return found
+
+    def _count(self, matches: set[tuple[int, int, int]]) -> None:
+        for _, _, source in matches:
+            self.counts[source] += 1
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        written = written_tensors(func, args, kwargs)
+        before = [self._matches(x) for x in written]
+        out = func(*args, **kwargs)
+        for x, held in zip(written, before, strict=True):
+            self._count(self._matches(x) - held)
+        if func.overloadpacket in _EMPTY:
+            return out
         storages = {x.untyped_storage().data_ptr() for x in tensors_in((args, kwargs)) if isinstance(x, torch.Tensor)}
         for x in tensors_in(out):
-            if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x) or x.dim() < 2:
-                continue
-            if x.untyped_storage().data_ptr() in storages:
-                continue
-            if tuple(x.shape[-2:]) == self.shape[::-1]:
-                x = x.transpose(-2, -1)
-            if tuple(x.shape[-2:]) == self.shape:
-                for block in x.detach().reshape(-1, *self.shape):
-                    block = _direction(block)
-                    for i, source in enumerate(self.blocks):
-                        self.counts[i] += bool(torch.allclose(block, source, rtol=0, atol=1e-6))
+            if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() not in storages:
+                self._count(self._matches(x))
         return out
 
 
