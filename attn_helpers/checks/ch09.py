@@ -104,7 +104,9 @@ class _CopyCounter(dispatch_mode_base()):
     as ``(d_k, t)`` (keys stored transposed): keys copied once per query head make each key block turn up h/g
     times, however the copies are made: all at once or a head at a time, in new tensors, into a buffer
     (``x[i] = k``, ``out=``), or flattened to rows. A view of an operator's input is not counted (nothing was
-    copied), nor is a block that an in-place operator leaves a copy of the same block.
+    copied), nor is a block that an in-place operator leaves a copy of the same block, nor what uninitialised
+    memory holds (``torch.empty``). Memory that no operator made (a tensor from NumPy, say) is read whole the
+    first time an operator takes a tensor in it.
     """
 
     def __init__(self, *sources: torch.Tensor) -> None:
@@ -112,6 +114,8 @@ class _CopyCounter(dispatch_mode_base()):
         self.t, self.d_k = sources[0].shape[-2:]
         self.blocks = torch.stack([_direction(b).flatten() for s in sources for b in s.reshape(-1, self.t, self.d_k)])
         self.counts = [0] * len(self.blocks)
+        self.known = {s.untyped_storage().data_ptr() for s in sources}  # memory whose blocks were counted
+        self.uninitialised = set()  # memory from the empty family: what it held before a write does not count
 
     def _matches(self, x: torch.Tensor) -> set[tuple[int, int, int]]:
         """(layout, block, source) for each block of ``x`` that is a source block or a multiple of it."""
@@ -132,17 +136,24 @@ class _CopyCounter(dispatch_mode_base()):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
+        for x in tensors_in((args, kwargs)):
+            storage = x.untyped_storage()
+            if storage.data_ptr() not in self.known:  # made outside any operator: all of it, once
+                self.known.add(storage.data_ptr())
+                self._count(self._matches(x.new_empty(0).set_(storage)))
         written = written_tensors(func, args, kwargs)
-        before = [self._matches(x) for x in written]
+        before = [set() if x.untyped_storage().data_ptr() in self.uninitialised else self._matches(x) for x in written]
         out = func(*args, **kwargs)
         for x, held in zip(written, before, strict=True):
             self._count(self._matches(x) - held)
-        if func.overloadpacket in _EMPTY:
-            return out
-        storages = {x.untyped_storage().data_ptr() for x in tensors_in((args, kwargs)) if isinstance(x, torch.Tensor)}
+        storages = {x.untyped_storage().data_ptr() for x in tensors_in((args, kwargs))}
         for x in tensors_in(out):
-            if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() not in storages:
-                self._count(self._matches(x))
+            if x.untyped_storage().data_ptr() not in storages:
+                self.known.add(x.untyped_storage().data_ptr())
+                if func.overloadpacket in _EMPTY:
+                    self.uninitialised.add(x.untyped_storage().data_ptr())
+                else:
+                    self._count(self._matches(x))
         return out
 
 
