@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import torch
@@ -85,54 +86,63 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     check_tensor(finished, full, "o / l against attention over all keys")
 
 
-def _direction(block: torch.Tensor) -> torch.Tensor:
-    """``block`` in float64, divided by its norm: a copy and a scaled copy (keys / √d_k) look the same."""
-    block = block.double()
-    return block / block.norm().clamp_min(1e-300)
-
-
 # Operators that return uninitialised memory: whatever bytes it holds (keys freed a moment ago, say), they copy nothing.
 _EMPTY = {torch.ops.aten.empty, torch.ops.aten.empty_like, torch.ops.aten.new_empty, torch.ops.aten.empty_strided,
           torch.ops.aten.new_empty_strided}
 
 
-class _CopyCounter(dispatch_mode_base()):
-    """Counts how often each ``(t, d_k)`` block of ``sources``, or a multiple of it, turns up in the tensors that
-    operators make or write into.
+def _unit_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rows / their norms, norms) in float64, for rows (n, d_k): a copy and a scaled copy point the same way."""
+    rows = rows.double()
+    norms = rows.norm(dim=-1)
+    return rows / norms.clamp_min(1e-300)[:, None], norms
 
-    Every tensor is read as consecutive blocks of t·d_k numbers in its own order, each block as ``(t, d_k)`` and
-    as ``(d_k, t)`` (keys stored transposed): keys copied once per query head make each key block turn up h/g
-    times, however the copies are made: all at once or a head at a time, in new tensors, into a buffer
-    (``x[i] = k``, ``out=``), or flattened to rows. A view of an operator's input is not counted (nothing was
-    copied), nor is a block that an in-place operator leaves a copy of the same block, nor what uninitialised
-    memory holds (``torch.empty``). Memory that no operator made (a tensor from NumPy, say) is read whole the
-    first time an operator takes a tensor in it.
+
+class _CopyCounter(dispatch_mode_base()):
+    """Counts how often each row of ``sources`` (one token's key or value, ``d_k`` numbers), or a multiple of
+    it, turns up in the tensors that operators make or write into; copies of one form (dtype, layout, scale)
+    are counted together, so a cache converted, scaled and transposed once is not taken for h/g copies.
+
+    A tensor is read as consecutive rows of d_k numbers in its own order, and, when its second-to-last
+    dimension is d_k, column by column (keys stored transposed). Keys copied once per query head make each
+    row turn up h/g times in one form, however the copies are made: all at once, a head or a token at a time,
+    in new tensors, into a buffer (``x[i] = k``, ``out=``), flattened, or in a (b, t, h, d_k) layout. A view
+    of an operator's input is not counted (nothing was copied), nor is a row that an in-place operator leaves
+    as it was, nor what uninitialised memory holds (``torch.empty``). Memory that no operator made (a tensor
+    from NumPy, say) is read whole the first time an operator takes a tensor in it.
     """
 
     def __init__(self, *sources: torch.Tensor) -> None:
         super().__init__()
-        self.t, self.d_k = sources[0].shape[-2:]
-        self.blocks = torch.stack([_direction(b).flatten() for s in sources for b in s.reshape(-1, self.t, self.d_k)])
-        self.counts = [0] * len(self.blocks)
-        self.known = {s.untyped_storage().data_ptr() for s in sources}  # memory whose blocks were counted
-        self.uninitialised = set()  # memory from the empty family: what it held before a write does not count
+        self.d_k = sources[0].shape[-1]
+        self.rows, self.norms = _unit_rows(torch.cat([s.reshape(-1, self.d_k) for s in sources]))
+        self.counts: Counter = Counter()  # (source row, form) -> copies
+        self.known = {s.untyped_storage().data_ptr() for s in sources}  # memory whose rows were counted
+        self.uninitialised = set()  # memory from the empty family, not yet written
 
-    def _matches(self, x: torch.Tensor) -> set[tuple[int, int, int]]:
-        """(layout, block, source) for each block of ``x`` that is a source block or a multiple of it."""
-        size = self.t * self.d_k
-        if not torch.is_floating_point(x) or x.numel() == 0 or x.numel() % size:
+    def most_copies(self) -> int:
+        return max(self.counts.values(), default=0)
+
+    def _matches(self, x: torch.Tensor) -> set[tuple[str, int, int, tuple]]:
+        """(reading, row, source row, form) for each row of ``x`` that is a source row or a multiple of it."""
+        if not torch.is_floating_point(x) or x.numel() < self.d_k:
             return set()
-        flat = x.detach().reshape(-1, self.t, self.d_k)
+        x = x.detach()
+        readings = []
+        if x.numel() % self.d_k == 0:
+            readings.append(("rows", x.reshape(-1, self.d_k)))
+        if x.dim() >= 2 and x.shape[-2] == self.d_k:
+            readings.append(("columns", x.transpose(-2, -1).reshape(-1, self.d_k)))
         found = set()
-        for layout, blocks in enumerate((flat, flat.reshape(-1, self.d_k, self.t).transpose(-2, -1))):
-            directions = torch.stack([_direction(b).flatten() for b in blocks])  # (blocks, t·d_k)
-            close = ((directions[:, None] - self.blocks[None]).abs().amax(-1) <= 1e-6).nonzero().tolist()
-            found.update((layout, block, source) for block, source in close)
+        for reading, rows in readings:
+            units, norms = _unit_rows(rows)
+            for row, source in ((units @ self.rows.T) > 1 - 1e-10).nonzero().tolist():
+                scale = f"{float(norms[row] / self.norms[source]):.4g}"
+                found.add((reading, row, source, (reading, x.dtype, scale)))
         return found
 
-    def _count(self, matches: set[tuple[int, int, int]]) -> None:
-        for _, _, source in matches:
-            self.counts[source] += 1
+    def _count(self, matches: set[tuple[str, int, int, tuple]]) -> None:
+        self.counts.update((source, form) for _, _, source, form in matches)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
@@ -140,19 +150,23 @@ class _CopyCounter(dispatch_mode_base()):
             storage = x.untyped_storage()
             if storage.data_ptr() not in self.known:  # made outside any operator: all of it, once
                 self.known.add(storage.data_ptr())
-                self._count(self._matches(x.new_empty(0).set_(storage)))
+                whole = x.new_empty(0).set_(storage)
+                self._count(self._matches(whole[:whole.numel() - whole.numel() % self.d_k]))
         written = written_tensors(func, args, kwargs)
         before = [set() if x.untyped_storage().data_ptr() in self.uninitialised else self._matches(x) for x in written]
         out = func(*args, **kwargs)
         for x, held in zip(written, before, strict=True):
             self._count(self._matches(x) - held)
+            self.uninitialised.discard(x.untyped_storage().data_ptr())
         storages = {x.untyped_storage().data_ptr() for x in tensors_in((args, kwargs))}
         for x in tensors_in(out):
-            if x.untyped_storage().data_ptr() not in storages:
-                self.known.add(x.untyped_storage().data_ptr())
+            address = x.untyped_storage().data_ptr()
+            if address not in storages:
+                self.known.add(address)
                 if func.overloadpacket in _EMPTY:
-                    self.uninitialised.add(x.untyped_storage().data_ptr())
+                    self.uninitialised.add(address)
                 else:
+                    self.uninitialised.discard(address)  # memory freed and given out again
                     self._count(self._matches(x))
         return out
 
@@ -188,13 +202,13 @@ def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, 
         raise CheckFailed(f"gqa_decode calls {called}; the exercise asks you to write it yourself.")
     if isinstance(answer, (tuple, list)):
         raise CheckFailed("gqa_decode should return only the output tensor (b, h, 1, d_k), not a tuple.")
-    copied = max(copies.counts) >= r  # every query head of a group got its own copy of the group's keys or values
+    copied = copies.most_copies() >= r  # every query head of a group got its own copy of the group's keys or values
     if copied and isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
             answer.double(), expected.double(), atol=1e-4):
         raise CheckFailed(
-            f"the result is right {where}, but the keys or values were copied once per query head (one (t, d_k) "
-            f"head of the cache, or a multiple of it, turned up {max(copies.counts)} times in the tensors gqa_decode "
-            "made). Hint: stack the h/g query heads of a group as rows, "
+            f"the result is right {where}, but the keys or values were copied once per query head (one token's key "
+            f"or value, or a multiple of it, turned up {copies.most_copies()} times in the tensors gqa_decode made). "
+            "Hint: stack the h/g query heads of a group as rows, "
             "q.reshape(b, g, h // g, d_k), and multiply by k.transpose(-2, -1) of shape (b, g, d_k, t). "
             "(Broadcasting k[:, :, None] against 5-D queries makes torch.matmul copy the keys too.)"
         )
