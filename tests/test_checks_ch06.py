@@ -42,6 +42,8 @@ def test_broadcast_shape_rejects_mistakes(wrong, hint):
 def test_broadcast_shape_rejects_wrong_types():
     with pytest.raises(CheckFailed, match="not the output tensor"):
         check.broadcast_shape(torch.zeros(2, 4, 5, 6))
+    with pytest.raises(CheckFailed, match=r"not a tensor of sizes: convert it with tuple\(out_shape.tolist\(\)\)"):
+        check.broadcast_shape(torch.tensor([2, 4, 5, 6]))  # the sizes, kept in a tensor
     with pytest.raises(CheckFailed, match="tuple of ints"):
         check.broadcast_shape(None)
     with pytest.raises(CheckFailed, match="tuple of ints"):
@@ -163,7 +165,21 @@ def keys_scaled_and_transposed_first(q, k, v, block):
     return reference_blockwise(q * math.sqrt(q.shape[-1]), k_t.T, v, block)
 
 
-@pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise, in_float64, keys_scaled_and_transposed_first])
+def maximum_started_from_the_first_block(q, k, v, block):
+    """The running maximum starts at the first block's, which the loop then scores again with the others."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = (q @ k[:block].T * scale).amax(-1, keepdim=True)  # (t_q, 1)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[-1])
+    for start in range(0, k.shape[0], block):
+        s = q @ k[start:start + block].T * scale
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        p, r = torch.exp(s - m_new), torch.exp(m - m_new)
+        total, acc, m = total * r + p.sum(-1, keepdim=True), acc * r + p @ v[start:start + block], m_new
+    return acc / total
+
+
+@pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise, in_float64, keys_scaled_and_transposed_first,
+                                maximum_started_from_the_first_block])
 def test_blockwise_accepts_other_correct_versions(fn, capsys):
     check.blockwise_function(fn)
     assert capsys.readouterr().out.count("correct") == 3
