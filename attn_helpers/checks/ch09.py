@@ -121,6 +121,7 @@ class _CopyCounter(dispatch_mode_base()):
         self.uninitialised = set()  # memory from the empty family, not yet written
 
     def most_copies(self) -> int:
+        """The most copies of one row in one form."""
         return max(self.counts.values(), default=0)
 
     def _matches(self, x: torch.Tensor) -> set[tuple[str, int, int, tuple]]:
@@ -135,10 +136,11 @@ class _CopyCounter(dispatch_mode_base()):
             readings.append(("columns", x.transpose(-2, -1).reshape(-1, self.d_k)))
         found = set()
         for reading, rows in readings:
-            units, norms = _unit_rows(rows)
-            for row, source in ((units @ self.rows.T) > 1 - 1e-10).nonzero().tolist():
-                scale = f"{float(norms[row] / self.norms[source]):.4g}"
-                found.add((reading, row, source, (reading, x.dtype, scale)))
+            for first in range(0, len(rows), 4096):  # a few MB of cosines at a time, however large x is
+                units, norms = _unit_rows(rows[first:first + 4096])
+                for row, source in ((units @ self.rows.T) > 1 - 1e-10).nonzero().tolist():
+                    scale = f"{float(norms[row] / self.norms[source]):.4g}"
+                    found.add((reading, first + row, source, (reading, x.dtype, scale)))
         return found
 
     def _count(self, matches: set[tuple[str, int, int, tuple]]) -> None:
