@@ -13,27 +13,27 @@ SETUP = ("import torch\nfrom attn_helpers.checks import ch01 as check\n\n"
 RIGHT = {
     "ex-ch01-predict": "w_doubled = torch.softmax(torch.stack([2 * q @ k1, 2 * q @ k2]), dim=0)",
     "ex-ch01-function": "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
-    "ex-ch01-batch": ("a, b = check.batch_sentences()\nXb = torch.stack([a, b])\n"
-                      "Wb = torch.softmax(Xb @ Xb.transpose(1, 2), dim=-1)\nYb = Wb @ Xb"),
+    "ex-ch01-batch": ("Xs = check.sequence_first_batch()\nXb = Xs.transpose(0, 1)\n"
+                      "Wb = torch.softmax(Xb @ Xb.transpose(1, 2), dim=-1)\nYs = (Wb @ Xb).transpose(0, 1)"),
 }
 # the same answers written differently: a helper function, torch.bmm
 OTHER_RIGHT = {
     "ex-ch01-predict": "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)",
     "ex-ch01-function": ("def weights(X):\n    return torch.softmax(X @ X.T, dim=-1)\n\n"
                          "def self_attention(X):\n    W = weights(X)\n    return W @ X, W"),
-    "ex-ch01-batch": ("a, b = check.batch_sentences()\nXb = torch.stack([a, b])\n"
-                      "Wb = torch.bmm(Xb, Xb.transpose(1, 2)).softmax(-1)\nYb = torch.bmm(Wb, Xb)"),
+    "ex-ch01-batch": ("Xs = check.sequence_first_batch()\nXb = Xs.permute(1, 0, 2)\n"
+                      "Wb = torch.bmm(Xb, Xb.transpose(1, 2)).softmax(-1)\nYs = torch.bmm(Wb, Xb).permute(1, 0, 2)"),
 }
 WRONG = {
     "ex-ch01-predict": "w_doubled = torch.stack([2 * q @ k1, 2 * q @ k2])  # raw scores, no softmax",
     "ex-ch01-function": "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=0)\n    return W @ X, W",
-    "ex-ch01-batch": ("a, b = check.batch_sentences()\nXb = torch.stack([a, b], dim=1)\n"
-                      "Wb = torch.softmax(Xb @ Xb.transpose(1, 2), dim=-1)\nYb = Wb @ Xb"),
+    "ex-ch01-batch": ("Xs = check.sequence_first_batch()  # bmm batches over the tokens: attention across the batch\n"
+                      "Wb = torch.softmax(Xs @ Xs.transpose(1, 2), dim=-1)\nYs = Wb @ Xs"),
 }
 CHECKS = {
     "ex-ch01-predict": "check.doubled_query_weights(w_doubled)",
     "ex-ch01-function": "check.self_attention_function(self_attention)",
-    "ex-ch01-batch": "check.batched_attention(Xb, Wb, Yb)",
+    "ex-ch01-batch": "check.sequence_first_attention(Wb, Ys)",
 }
 LEVELS = {"ex-ch01-predict": "easy", "ex-ch01-function": "medium", "ex-ch01-batch": "hard"}
 LABELS = list(CHECKS)

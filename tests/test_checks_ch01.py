@@ -119,55 +119,82 @@ def test_function_that_changes_its_input_in_place_is_rejected():
         check.self_attention_function(in_place)
 
 
-# ex-ch01-batch: Xb (2, 4, 3), Wb (2, 4, 4), Yb (2, 4, 3)
+# ex-ch01-batch: Xs (t, b, d) = (4, 2, 3) -> Wb (2, 4, 4), Ys (4, 2, 3)
 
 def batch_reference():
-    a, b = check.batch_sentences()
-    Xb = torch.stack([a, b])
+    Xs = check.sequence_first_batch()
+    Xb = Xs.transpose(0, 1)
     Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)
-    return Xb, Wb, torch.bmm(Wb, Xb)
+    return Xs, Wb, torch.bmm(Wb, Xb).transpose(0, 1)
 
 
-def test_batch_sentences_are_fixed():
-    a, b = check.batch_sentences()
-    assert a.shape == b.shape == (4, 3)
-    assert torch.equal(a, check.batch_sentences()[0]) and not torch.equal(a, b)
+def test_sequence_first_batch_is_fixed_and_holds_two_sentences():
+    Xs = check.sequence_first_batch()
+    assert Xs.shape == (4, 2, 3) and torch.equal(Xs, check.sequence_first_batch())
+    assert not torch.allclose(Xs[:, 0], Xs[:, 1])
 
 
-def test_batch_accepts_reference(capsys):
-    check.batched_attention(*batch_reference())
-    out = capsys.readouterr().out
-    assert all(f"✓ {name}: correct" in out for name in ("X", "W", "Y"))
+@pytest.mark.parametrize("answer", [
+    "Xb = Xs.transpose(0, 1)\nWb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)\n"
+    "Ys = torch.bmm(Wb, Xb).transpose(0, 1)",
+    "Xb = Xs.permute(1, 0, 2).contiguous()\nWb = (Xb @ Xb.mT).softmax(-1)\nYs = (Wb @ Xb).permute(1, 0, 2)",
+    "Wb = torch.softmax(torch.einsum('ibd,jbd->bij', Xs, Xs), dim=-1)\nYs = torch.einsum('bij,jbd->ibd', Wb, Xs)",
+    "Xb = torch.stack([Xs[:, 0], Xs[:, 1]])\nWb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=2)\n"
+    "Ys = torch.stack(list(torch.bmm(Wb, Xb)), dim=1)",
+    "Wb = torch.stack([torch.softmax(Xs[:, j] @ Xs[:, j].T, dim=-1) for j in range(2)])\n"
+    "Ys = torch.stack([Wb[j] @ Xs[:, j] for j in range(2)], dim=1).double()",
+    "Xb = Xs.transpose(0, 1)\nY, Wb = ah.attention(Xb, Xb, Xb, scale=1.0)\nYs = Y.transpose(0, 1).contiguous()",
+], ids=["transpose", "permute", "einsum", "stack", "loop", "ah.attention"])
+def test_batch_accepts_right_answers_however_written(answer, capsys):
+    scope = {"torch": torch, "ah": ah, "Xs": check.sequence_first_batch()}
+    exec(answer, scope)
+    check.sequence_first_attention(scope["Wb"], scope["Ys"])
+    assert capsys.readouterr().out.count("correct") == 2
 
 
-def test_batch_rejects_wrong_batches():
-    a, b = check.batch_sentences()
-    _, Wb, Yb = batch_reference()
-    with pytest.raises(CheckFailed, match="torch.cat joined the sentences"):
-        check.batched_attention(torch.cat([a, b]), Wb, Yb)
-    with pytest.raises(CheckFailed, match="stacked along the wrong dimension"):
-        check.batched_attention(torch.stack([a, b], dim=1), Wb, Yb)
-    with pytest.raises(CheckFailed, match="in the other order: a first"):  # the text says which comes first
-        check.batched_attention(torch.stack([b, a]), Wb[[1, 0]], Yb[[1, 0]])
+def test_batch_rejects_attention_across_the_batch():
+    Xs, Wb, Ys = batch_reference()
+    across = torch.softmax(torch.bmm(Xs, Xs.transpose(1, 2)), dim=-1)  # bmm on (t, b, d): (4, 2, 2)
+    with pytest.raises(CheckFailed, match=r"shape \(4, 2, 2\): torch.bmm took the tokens"):
+        check.sequence_first_attention(across, torch.bmm(across, Xs))
+
+
+def test_batch_rejects_a_reshape_for_a_transpose():
+    Xs, Wb, Ys = batch_reference()
+    regrouped = Xs.reshape(2, 4, 3)
+    W = torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1)
+    with pytest.raises(CheckFailed, match="keeps the numbers in memory order"):
+        check.sequence_first_attention(W, torch.bmm(W, regrouped).reshape(4, 2, 3))
+    with pytest.raises(CheckFailed, match="regroups the numbers in memory order"):  # only on the way back
+        check.sequence_first_attention(Wb, torch.bmm(Wb, Xs.transpose(0, 1)).reshape(4, 2, 3))
 
 
 def test_batch_rejects_wrong_weights():
-    Xb, Wb, Yb = batch_reference()
+    Xs, Wb, Ys = batch_reference()
+    Xb = Xs.transpose(0, 1)
     scores = torch.bmm(Xb, Xb.transpose(1, 2))
-    with pytest.raises(CheckFailed, match="softmax over dim=1"):
-        check.batched_attention(Xb, torch.softmax(scores, dim=1), Yb)
-    with pytest.raises(CheckFailed, match=r"X Xᵀ"):
-        check.batched_attention(Xb, torch.softmax(torch.bmm(Xb.transpose(1, 2), Xb), dim=-1), Yb)
+    for dim in (0, 1):
+        with pytest.raises(CheckFailed, match=f"softmax over dim={dim}"):
+            check.sequence_first_attention(torch.softmax(scores, dim=dim), Ys)
     with pytest.raises(CheckFailed, match="forgot the softmax"):
-        check.batched_attention(Xb, scores, Yb)
+        check.sequence_first_attention(scores, Ys)
+    with pytest.raises(CheckFailed, match="raw dot products"):
+        check.sequence_first_attention(torch.softmax(scores / 3 ** 0.5, dim=-1), Ys)
+    with pytest.raises(CheckFailed, match="wrong values"):
+        check.sequence_first_attention(torch.softmax(scores * 0.9, dim=-1), Ys)
 
 
 def test_batch_rejects_wrong_outputs():
-    Xb, Wb, Yb = batch_reference()
+    Xs, Wb, Ys = batch_reference()
+    Xb = Xs.transpose(0, 1)
+    with pytest.raises(CheckFailed, match=r"laid out batch first, \(2, 4, 3\)"):
+        check.sequence_first_attention(Wb, torch.bmm(Wb, Xb))
     with pytest.raises(CheckFailed, match=r"torch.bmm\(W, X\)"):
-        check.batched_attention(Xb, Wb, torch.bmm(Wb.transpose(1, 2), Xb))
+        check.sequence_first_attention(Wb, torch.bmm(Wb.transpose(1, 2), Xb).transpose(0, 1))
     with pytest.raises(CheckFailed, match="wrong values"):
-        check.batched_attention(Xb, Wb, Yb + 0.1)
+        check.sequence_first_attention(Wb, Ys + 0.1)
+    with pytest.raises(CheckFailed, match="should be a torch.Tensor"):
+        check.sequence_first_attention(Wb, Ys.tolist())
 
 
 def _hidden_sdpa(X):  # with the torch-function record off, SDPA shows only as its math fallback's operators

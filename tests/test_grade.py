@@ -35,7 +35,7 @@ def book(tmp_path):
 def test_book_gives_labels_checks_and_the_names_they_read(book):
     assert book.chapter == "01"
     assert [e.label for e in book.exercises] == LABELS
-    assert [e.names for e in book.exercises] == [["w_doubled"], ["self_attention"], ["Xb", "Wb", "Yb"]]
+    assert [e.names for e in book.exercises] == [["w_doubled"], ["self_attention"], ["Wb", "Ys"]]
     assert book.check_import == "from attn_helpers.checks import ch01 as check"
 
 
@@ -119,7 +119,7 @@ def test_a_student_edition_that_lost_its_metadata_is_found_by_its_headings(book,
     asm = assemble(lost, book, tmp_path)
     assert asm.missing == [] and asm.recovered == LABELS
     assert [asm.nb.cells[asm.check_cells[label]].source for label in LABELS] == list(CHECKS.values())
-    # every check cell replaced in place, no other cell: the answer that calls check.batch_sentences() runs
+    # every check cell replaced in place, no other cell: the answer that calls check.sequence_first_batch() runs
     assert kept_sources(asm) == [c.source for c in lost.cells if c.source not in CHECKS.values()]
     batch = asm.answer_cells["ex-ch01-batch"]
     assert [asm.nb.cells[i].source for i in batch] == [RIGHT["ex-ch01-batch"]]

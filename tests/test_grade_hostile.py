@@ -41,7 +41,7 @@ def needs_bwrap():
     if not BWRAP:  # in CI (.ci/run installs it) a missing sandbox is a failure, elsewhere a skip
         (pytest.fail if os.environ.get("CI") else pytest.skip)("the sandbox needs bubblewrap: apt-get install bubblewrap")
 
-PATCH = """for _name in ("doubled_query_weights", "self_attention_function", "batched_attention"):
+PATCH = """for _name in ("doubled_query_weights", "self_attention_function", "sequence_first_attention"):
     setattr(check, _name, lambda *a, **k: print("✓ correct"))"""
 APPEND = """import importlib
 import attn_helpers.checks as checks_package

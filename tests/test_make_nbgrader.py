@@ -111,8 +111,8 @@ def test_command_line_writes_a_course_and_rejects_what_is_not_a_chapter(tmp_path
 
 PREDICT_SOLUTION = "q_doubled = torch.tensor([2.0, 2.0])\nw_doubled = torch.softmax(torch.stack([q_doubled @ k1, q_doubled @ k2]), dim=0)"
 FUNCTION_SOLUTION = "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)  # (t, t)\n    return W @ X, W"
-BATCH_SOLUTION = ("a, b = check.batch_sentences()\nXb = torch.stack([a, b])  # (2, 4, 3)\n"
-                  "Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)\nYb = torch.bmm(Wb, Xb)")
+BATCH_SOLUTION = ("Xs = check.sequence_first_batch()\nXb = Xs.transpose(0, 1)  # (2, 4, 3)\n"
+                  "Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)\nYs = torch.bmm(Wb, Xb).transpose(0, 1)")
 PROSE = "The scores double, so the softmax becomes more decisive."
 
 
@@ -140,7 +140,7 @@ def tiny_book(root: Path) -> Path:
                   "check.doubled_query_weights(w_doubled)", PROSE),
         *exercise("ex-ch01-function", "Self-attention as a function (medium)", FUNCTION_SOLUTION,
                   "check.self_attention_function(self_attention)"),
-        *exercise("ex-ch01-batch", "A batch, by hand (hard)", BATCH_SOLUTION, "check.batched_attention(Xb, Wb, Yb)"),
+        *exercise("ex-ch01-batch", "A batch, by hand (hard)", BATCH_SOLUTION, "check.sequence_first_attention(Wb, Ys)"),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     path = root / "chapters" / "01_tiny.ipynb"
     path.parent.mkdir()
@@ -170,7 +170,7 @@ def test_real_nbgrader_releases_no_solution_and_scores_submissions(tmp_path):
     nbgrader(course, "generate_assignment", "ch01")
     release = nbformat.read(course / "release" / "ch01" / source.name, as_version=4)
     released = "\n".join(c.source for c in release.cells)
-    for secret in ("q_doubled", "def self_attention", "torch.stack([a, b])", PROSE, "BEGIN SOLUTION"):
+    for secret in ("q_doubled", "def self_attention", "Xs.transpose(0, 1)", PROSE, "BEGIN SOLUTION"):
         assert secret not in released, f"the release gives away {secret!r}"
     assert released.count("raise NotImplementedError()") == 3 and "YOUR ANSWER HERE" in released
     assert "The first weight is 0.8808." in released and "### Exercise 1.2 (medium)" in released

@@ -116,7 +116,7 @@ def test_edition_parses_as_the_chapters_exercises(chapter, editions):
 def test_edition_that_lost_its_metadata_is_graded_by_its_headings(chapter, editions, tmp_path):
     """The grader finds every exercise of an edition whose cell metadata was lost, from its headings, and
     puts the book's checks exactly where the edition's check cells were: no answer cell is taken for one,
-    not even one that calls a helper of the checks (``a, b = check.batch_sentences()``)."""
+    not even one that calls a helper of the checks (``Xs = check.sequence_first_batch()``)."""
     edition = editions[chapter.name]
     lost = copy.deepcopy(edition)
     answers = iter(c.source for c in nbformat.read(chapter, as_version=4).cells if is_solution(c))

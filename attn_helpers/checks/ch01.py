@@ -14,8 +14,8 @@ __all__ = [
     "TOY_V",
     "doubled_query_weights",
     "self_attention_function",
-    "batch_sentences",
-    "batched_attention",
+    "sequence_first_batch",
+    "sequence_first_attention",
 ]
 
 TOY_Q = torch.tensor([1.0, 1.0])
@@ -77,33 +77,48 @@ def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, tor
     })
 
 
-def batch_sentences() -> tuple[torch.Tensor, torch.Tensor]:
-    """The two toy sentences of exercise ex-ch01-batch, each (4, 3)."""
+def sequence_first_batch() -> torch.Tensor:
+    """The batch of exercise ex-ch01-batch: two toy sentences of four tokens, sequence first, (t, b, d) = (4, 2, 3)."""
     gen = torch.Generator().manual_seed(202)
-    return torch.randn(4, 3, generator=gen), torch.randn(4, 3, generator=gen)
+    a, b = torch.randn(4, 3, generator=gen), torch.randn(4, 3, generator=gen)
+    return torch.stack([a, b], dim=1)
 
 
-def batched_attention(X: torch.Tensor, W: torch.Tensor, Y: torch.Tensor) -> None:
-    """Exercise ex-ch01-batch: X (2, 4, 3), W (2, 4, 4), Y (2, 4, 3)."""
-    a, b = batch_sentences()
-    expected_X = torch.stack([a, b])
-    check_tensor(X, expected_X, "X", {
-        "torch.cat joined the sentences into one sequence of 8 tokens; torch.stack adds a batch dimension.":
-            torch.cat([a, b]),
-        "the sentences are stacked along the wrong dimension: the batch dimension comes first, (b, t, d).":
-            torch.stack([a, b], dim=1),
-        "the sentences are in the other order: a first, then b.": torch.stack([b, a]),
-    })
-    scores = torch.bmm(expected_X, expected_X.transpose(1, 2))  # (2, 4, 4)
-    expected_W = torch.softmax(scores, dim=-1)
-    feature_scores = torch.bmm(expected_X.transpose(1, 2), expected_X)  # (2, 3, 3)
-    check_tensor(W, expected_W, "W", {
+def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
+    """Exercise ex-ch01-batch: the weights W (b, t, t) = (2, 4, 4) and the outputs Y (t, b, d) = (4, 2, 3)."""
+    Xs = sequence_first_batch()                       # (t, b, d)
+    Xb = Xs.transpose(0, 1)                           # (b, t, d)
+    t, b, _ = Xs.shape
+    if isinstance(W, torch.Tensor) and W.shape == (t, b, b):
+        raise CheckFailed(
+            f"W has shape {tuple(W.shape)}: torch.bmm took the tokens, the first dimension of Xs, for the batch, "
+            "and attended across the two sentences. Hint: put the sentences first with Xs.transpose(0, 1), (b, t, d)."
+        )
+    scores = torch.bmm(Xb, Xb.transpose(1, 2))        # (b, t, t)
+    regrouped = Xs.reshape(b, t, -1)                  # memory order cut into two "sentences" of mixed tokens
+    check_tensor(W, torch.softmax(scores, dim=-1), "W", {
+        "Xs.reshape(2, 4, 3) (or .view) has the right shape, but it keeps the numbers in memory order, so each "
+        "of its \"sentences\" mixes tokens of both. Swap dimensions with transpose(0, 1) or permute(1, 0, 2).":
+            torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
         "softmax over dim=1 normalises each column; the weights of one query are a row: use dim=-1.":
             torch.softmax(scores, dim=1),
-        "you computed Xᵀ X, a (d × d) table of features; the scores are X Xᵀ, one per pair of tokens.":
-            torch.softmax(feature_scores, dim=-1),
+        "softmax over dim=0 normalises across the two sentences; the weights of one query are a row: use dim=-1.":
+            torch.softmax(scores, dim=0),
         "you forgot the softmax: W holds the raw dot products.": scores,
+        "this chapter uses raw dot products; the division by √d comes in chapter 2.":
+            torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1),
     })
-    check_tensor(Y, torch.bmm(expected_W, expected_X), "Y", {
-        "the weights are transposed: use torch.bmm(W, X).": torch.bmm(expected_W.transpose(1, 2), expected_X),
+    W = torch.softmax(scores, dim=-1)
+    batch_first = torch.bmm(W, Xb)                    # (b, t, d)
+    if isinstance(Y, torch.Tensor) and Y.shape == batch_first.shape and torch.allclose(
+            Y.detach().double(), batch_first.double(), atol=1e-4):
+        raise CheckFailed(
+            f"Y is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
+            "(t, b, d) = (4, 2, 3). Hint: transpose it back with .transpose(0, 1)."
+        )
+    check_tensor(Y, batch_first.transpose(0, 1), "Y", {
+        "reshape(4, 2, 3) regroups the numbers in memory order instead of swapping dimensions: use transpose(0, 1).":
+            batch_first.reshape(t, b, -1),
+        "the weights are transposed: output i is Σ_j W[i, j] x_j, which is torch.bmm(W, X).":
+            torch.bmm(W.transpose(1, 2), Xb).transpose(0, 1),
     })

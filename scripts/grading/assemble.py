@@ -180,7 +180,7 @@ def _check_cell(nb: nbformat.NotebookNode, ex: Exercise, end: int, book_check: s
 
     A student edition tags it. Without the tag (the book's own form, or metadata lost) it is the first code
     cell, not an answer tagged `solution`, that calls a function the book's check cell calls: an answer
-    that calls another helper of the checks (``a, b = check.batch_sentences()``) is never taken for it.
+    that calls another helper of the checks (``Xs = check.sequence_first_batch()``) is never taken for it.
     """
     code = [i for i in range(ex.cell + 1, end) if nb.cells[i].cell_type == "code"]
     tagged = [i for i in code if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
