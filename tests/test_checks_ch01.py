@@ -178,6 +178,8 @@ def test_batch_rejects_wrong_weights():
             check.sequence_first_attention(torch.softmax(scores, dim=dim), Ys)
     with pytest.raises(CheckFailed, match="forgot the softmax"):
         check.sequence_first_attention(scores, Ys)
+    with pytest.raises(CheckFailed, match="in the other order"):
+        check.sequence_first_attention(Wb.flip(0), Ys.flip(1))
     with pytest.raises(CheckFailed, match="raw dot products"):
         check.sequence_first_attention(torch.softmax(scores / 3 ** 0.5, dim=-1), Ys)
     with pytest.raises(CheckFailed, match="wrong values"):

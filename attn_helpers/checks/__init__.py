@@ -68,6 +68,8 @@ def check_tensor(
         answer = answer.detach()
     if not isinstance(answer, torch.Tensor):
         raise CheckFailed(f"{name} should be a torch.Tensor, got {type(answer).__name__}.")
+    if answer.layout != torch.strided:
+        raise CheckFailed(f"{name} is a {answer.layout} tensor; pass a dense one: {name}.to_dense().")
     if not torch.is_floating_point(answer):
         raise CheckFailed(f"{name} has dtype {answer.dtype}; attention works with floats (use .float()).")
     for hint, wrong in (mistakes or {}).items():

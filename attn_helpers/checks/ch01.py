@@ -100,6 +100,8 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
         "Xs.reshape(2, 4, 3) (or .view) has the right shape, but it keeps the numbers in memory order, so each "
         "of its \"sentences\" mixes tokens of both. Swap dimensions with transpose(0, 1) or permute(1, 0, 2).":
             torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
+        "the sentences are in the other order: sentence j of Xs is Xs[:, j], and Wb[j] its weights.":
+            torch.softmax(scores, dim=-1).flip(0),
         "softmax over dim=1 normalises each column; the weights of one query are a row: use dim=-1.":
             torch.softmax(scores, dim=1),
         "softmax over dim=0 normalises across the two sentences; the weights of one query are a row: use dim=-1.":
