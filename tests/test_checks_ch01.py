@@ -197,6 +197,8 @@ def test_batch_rejects_wrong_outputs():
         check.sequence_first_attention(Wb, Ys + 0.1)
     with pytest.raises(CheckFailed, match="should be a torch.Tensor"):
         check.sequence_first_attention(Wb, Ys.tolist())
+    with pytest.raises(CheckFailed, match="pass a dense one"):  # a sparse batch-first Y, named, not a crash
+        check.sequence_first_attention(Wb, torch.bmm(Wb, Xb).to_sparse())
 
 
 def _hidden_sdpa(X):  # with the torch-function record off, SDPA shows only as its math fallback's operators
