@@ -173,9 +173,11 @@ def test_batch_rejects_wrong_weights():
     Xs, Wb, Ys = batch_reference()
     Xb = Xs.transpose(0, 1)
     scores = torch.bmm(Xb, Xb.transpose(1, 2))
-    for dim in (0, 1):
-        with pytest.raises(CheckFailed, match=f"softmax over dim={dim}"):
-            check.sequence_first_attention(torch.softmax(scores, dim=dim), Ys)
+    with pytest.raises(CheckFailed, match="softmax over dim=0"):
+        check.sequence_first_attention(torch.softmax(scores, dim=0), Ys)
+    for transposed in (torch.softmax(scores, dim=1), Wb.mT):  # the same tensor: the scores are symmetric
+        with pytest.raises(CheckFailed, match="a softmax over dim=1, or W transposed"):
+            check.sequence_first_attention(transposed, Ys)
     with pytest.raises(CheckFailed, match="forgot the softmax"):
         check.sequence_first_attention(scores, Ys)
     with pytest.raises(CheckFailed, match="in the other order"):
@@ -193,6 +195,10 @@ def test_batch_rejects_wrong_outputs():
         check.sequence_first_attention(Wb, torch.bmm(Wb, Xb))
     with pytest.raises(CheckFailed, match=r"torch.bmm\(W, X\)"):
         check.sequence_first_attention(Wb, torch.bmm(Wb.transpose(1, 2), Xb).transpose(0, 1))
+    with pytest.raises(CheckFailed, match="in the other order: Ys"):
+        check.sequence_first_attention(Wb, Ys.flip(1))
+    with pytest.raises(CheckFailed, match="divided by √d"):  # weights made by hand, outputs by SDPA
+        check.sequence_first_attention(Wb, F.scaled_dot_product_attention(Xb, Xb, Xb).transpose(0, 1))
     with pytest.raises(CheckFailed, match="wrong values"):
         check.sequence_first_attention(Wb, Ys + 0.1)
     with pytest.raises(CheckFailed, match="should be a torch.Tensor"):

@@ -37,6 +37,9 @@ def test_wrong_type_dtype_shape_and_values():
         check_tensor([0.0], expected, "W")
     with pytest.raises(CheckFailed, match="dtype torch.int64"):
         check_tensor(torch.zeros(2, 3, dtype=torch.long), expected, "W")
+    for half in (torch.float16, torch.bfloat16):  # a right answer in half precision: named, not "wrong values"
+        with pytest.raises(CheckFailed, match=f"W is {half}, whose rounding .* compute in float32"):
+            check_tensor(torch.full((2, 3), 100 / 3).to(half), torch.full((2, 3), 100 / 3), "W")
     with pytest.raises(CheckFailed, match=r"W is a torch.sparse_coo tensor; pass a dense one: W.to_dense\(\)"):
         check_tensor(torch.eye(2, 3).to_sparse(), expected, "W")
     with pytest.raises(CheckFailed, match=r"shape \(3, 2\), expected \(2, 3\)"):

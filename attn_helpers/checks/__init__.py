@@ -83,6 +83,11 @@ def check_tensor(
     if not _close(answer, expected, atol):
         gap = (answer.double() - expected.double()).abs()
         where = tuple(int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
+        if answer.dtype in (torch.float16, torch.bfloat16):
+            raise CheckFailed(
+                f"{name} is {answer.dtype}, whose rounding (largest difference {float(gap.max()):.4g}) is coarser "
+                f"than the check's tolerance. Hint: compute in float32, the book's precision."
+            )
         raise CheckFailed(
             f"{name} has the right shape but wrong values (largest difference {float(gap.max()):.4g} "
             f"at index {where}). Hint: recompute it step by step and compare with the chapter's cells."

@@ -102,7 +102,8 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
             torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
         "the sentences are in the other order: sentence j of Xs is Xs[:, j], and Wb[j] its weights.":
             torch.softmax(scores, dim=-1).flip(0),
-        "softmax over dim=1 normalises each column; the weights of one query are a row: use dim=-1.":
+        "each column of W sums to 1, not each row: a softmax over dim=1, or W transposed (the same here, as the "
+        "scores are symmetric). The weights of one query are a row: softmax over dim=-1, and no transpose.":
             torch.softmax(scores, dim=1),
         "softmax over dim=0 normalises across the two sentences; the weights of one query are a row: use dim=-1.":
             torch.softmax(scores, dim=0),
@@ -123,4 +124,8 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
             batch_first.reshape(t, b, -1),
         "the weights are transposed: output i is Σ_j W[i, j] x_j, which is torch.bmm(W, X).":
             torch.bmm(W.transpose(1, 2), Xb).transpose(0, 1),
+        "the sentences are in the other order: Ys[:, j] is sentence j.": batch_first.transpose(0, 1).flip(1),
+        "these outputs come from scores divided by √d (as F.scaled_dot_product_attention and ah.attention do by "
+        "default); this chapter uses raw dot products, so pass scale=1.0.":
+            torch.bmm(torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1), Xb).transpose(0, 1),
     })
