@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, book_attention, check_tensor, torch_attention
+from . import CheckFailed, Watch, _close, book_attention, check_tensor, torch_attention
 
 __all__ = [
     "TOY_Q",
@@ -95,26 +95,25 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
             "and attended across the two sentences. Hint: put the sentences first with Xs.transpose(0, 1), (b, t, d)."
         )
     scores = torch.bmm(Xb, Xb.transpose(1, 2))        # (b, t, t)
+    expected_W = torch.softmax(scores, dim=-1)
+    scaled_W = torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1)  # chapter 2's scores, SDPA's default
     regrouped = Xs.reshape(b, t, -1)                  # memory order cut into two "sentences" of mixed tokens
-    check_tensor(W, torch.softmax(scores, dim=-1), "W", {
+    check_tensor(W, expected_W, "W", {
         "Xs.reshape(2, 4, 3) (or .view) has the right shape, but it keeps the numbers in memory order, so each "
         "of its \"sentences\" mixes tokens of both. Swap dimensions with transpose(0, 1) or permute(1, 0, 2).":
             torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
         "the sentences are in the other order: sentence j of Xs is Xs[:, j], and Wb[j] its weights.":
-            torch.softmax(scores, dim=-1).flip(0),
+            expected_W.flip(0),
         "each column of W sums to 1, not each row: a softmax over dim=1, or W transposed (the same here, as the "
         "scores are symmetric). The weights of one query are a row: softmax over dim=-1, and no transpose.":
             torch.softmax(scores, dim=1),
         "softmax over dim=0 normalises across the two sentences; the weights of one query are a row: use dim=-1.":
             torch.softmax(scores, dim=0),
         "you forgot the softmax: W holds the raw dot products.": scores,
-        "this chapter uses raw dot products; the division by √d comes in chapter 2.":
-            torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1),
+        "this chapter uses raw dot products; the division by √d comes in chapter 2.": scaled_W,
     })
-    W = torch.softmax(scores, dim=-1)
-    batch_first = torch.bmm(W, Xb)                    # (b, t, d)
-    if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and Y.shape == batch_first.shape and torch.allclose(
-            Y.detach().double(), batch_first.double(), atol=1e-4):
+    batch_first = torch.bmm(expected_W, Xb)           # (b, t, d)
+    if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and _close(Y.detach(), batch_first, 1e-4):
         raise CheckFailed(
             f"Y is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
             "(t, b, d) = (4, 2, 3). Hint: transpose it back with .transpose(0, 1)."
@@ -123,9 +122,9 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
         "reshape(4, 2, 3) regroups the numbers in memory order instead of swapping dimensions: use transpose(0, 1).":
             batch_first.reshape(t, b, -1),
         "the weights are transposed: output i is Σ_j W[i, j] x_j, which is torch.bmm(W, X).":
-            torch.bmm(W.transpose(1, 2), Xb).transpose(0, 1),
+            torch.bmm(expected_W.transpose(1, 2), Xb).transpose(0, 1),
         "the sentences are in the other order: Ys[:, j] is sentence j.": batch_first.transpose(0, 1).flip(1),
         "these outputs come from scores divided by √d (as F.scaled_dot_product_attention and ah.attention do by "
         "default); this chapter uses raw dot products, so pass scale=1.0.":
-            torch.bmm(torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1), Xb).transpose(0, 1),
+            torch.bmm(scaled_W, Xb).transpose(0, 1),
     })
