@@ -1,7 +1,8 @@
 """What attention costs: a pure-Python version, timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
 
-Time is measured with ``time.perf_counter`` (best of a few runs, so it varies from run to run
-and machine to machine). FLOPs are *counted* by PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
+Time is the best of a few runs, so it varies from run to run and machine to machine. With PyTorch on one
+thread it is read from this process's processor clock, ``time.process_time``, so other programs on a busy
+machine do not count (:func:`default_clock`); otherwise, and on Windows, from ``time.perf_counter``. FLOPs are *counted* by PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
 (two per multiply-add of every matrix product). Memory is *counted*, not sampled:
 :class:`TensorMemoryTracker` sees every tensor a PyTorch operator returns and adds up the bytes
 of the new ones that are alive at the same time. Both counts are deterministic. The memory count
@@ -12,6 +13,7 @@ internally is not seen.
 from __future__ import annotations
 
 import math
+import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -31,6 +33,7 @@ from .validate import as_float_tensor
 __all__ = [
     "loop_attention",
     "time_call",
+    "default_clock",
     "TensorMemoryTracker",
     "peak_tensor_memory",
     "measure_time",
@@ -75,23 +78,43 @@ def loop_attention(
     return torch.tensor(outputs, dtype=q.dtype), torch.tensor(weights, dtype=q.dtype)
 
 
+def default_clock() -> Callable[[], float]:
+    """The clock :func:`time_call` reads unless told otherwise (chapters 7 and 9).
+
+    ``time.process_time`` (this process's processor time) while PyTorch runs on one thread: the time
+    the computation itself takes, not the time other programs hold the processor. Otherwise the wall
+    clock ``time.perf_counter``: the processor times of several threads add up to more than the wait,
+    and Windows advances a process's processor clock only every 15.6 ms or so, too coarsely for calls
+    of a millisecond.
+    """
+    if torch.get_num_threads() == 1 and sys.platform != "win32":
+        return time.process_time
+    return time.perf_counter
+
+
 def time_call(
-    fn: Callable[..., object], *args: object, repeats: int = 5, budget: float = 0.25, warmup: bool = True
+    fn: Callable[..., object], *args: object, repeats: int = 5, budget: float = 0.25, warmup: bool = True,
+    clock: Callable[[], float] | None = None,
 ) -> float:
     """Seconds one call ``fn(*args)`` takes: the best of up to ``repeats`` timed runs (chapter 7).
 
-    With ``warmup`` one untimed call comes first. Stops repeating once ``budget`` seconds have
-    been spent, so a slow call runs only once or twice.
+    With ``warmup`` one untimed call comes first. Stops repeating once ``budget`` seconds (of wall
+    clock) have been spent, so a slow call runs only once or twice. ``clock`` defaults to
+    :func:`default_clock`.
     """
     validate.positive_int(repeats, "repeats")
+    if clock is None:
+        clock = default_clock()
+    elif not callable(clock):
+        raise TypeError(f"clock must be a function returning seconds, such as time.perf_counter; got {clock!r}.")
     start = time.perf_counter()
     if warmup:
         fn(*args)  # first calls pay for allocation and dispatch caches
     best = math.inf
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn(*args)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
         if time.perf_counter() - start > budget:
             break
     return best
@@ -164,7 +187,8 @@ def measure_time(
     only while its predicted time (last time × (t/t_last)²) stays under ``loop_limit`` seconds;
     later sizes hold NaN. Indexed by t. The numbers vary from run to run.
     PyTorch runs on ``threads`` threads during the measurement (default 1: a fair comparison with the
-    single-threaded loop, and less disturbed by other programs); ``None`` keeps the current setting.
+    single-threaded loop, timed in processor time, see :func:`default_clock`); ``None`` keeps the
+    current setting.
     """
     sizes = _check_sizes(sizes)
     validate.positive_int(threads, "threads", none_ok=True)

@@ -255,7 +255,8 @@ def decode_flops(model: TinyDecoder, sizes: Sequence[int], seed: int = 0) -> pd.
 def decode_times(model: TinyDecoder, sizes: Sequence[int], threads: int = 1, seed: int = 0) -> pd.DataFrame:
     """Seconds to compute token ``t``'s logits with a cache (``cached``) and without (``full``) (chapter 9).
 
-    Best of a few runs on ``threads`` threads, for each t in ``sizes``; the numbers vary from run to run.
+    Best of a few runs on ``threads`` threads, for each t in ``sizes``, read from
+    :func:`attn_helpers.cost.default_clock`; the numbers vary from run to run.
     """
     positive_int(threads, "threads")
     before = torch.get_num_threads()

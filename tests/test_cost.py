@@ -1,6 +1,7 @@
 """Tests for attn_helpers.cost: correctness of the measurements, not speed (chapters 6-7)."""
 
 import math
+import sys
 import time
 
 import matplotlib
@@ -16,9 +17,11 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import attn_helpers as ah  # noqa: E402
+from attn_helpers import cost  # noqa: E402
 from attn_helpers.cost import (  # noqa: E402
     TensorMemoryTracker,
     count_flops,
+    default_clock,
     loglog_slope,
     loop_attention,
     measure_flops,
@@ -73,11 +76,44 @@ def test_time_call_returns_best_run_and_respects_budget():
         calls.append(1)
         time.sleep(0.01)
 
-    seconds = time_call(slow, repeats=3, budget=10.0)
+    seconds = time_call(slow, repeats=3, budget=10.0, clock=time.perf_counter)
     assert len(calls) == 4 and 0.009 <= seconds < 1.0  # one warm-up plus three runs
     calls.clear()
     time_call(slow, repeats=50, budget=0.0, warmup=False)
     assert len(calls) == 1  # the budget is spent after the first timed run
+
+
+def test_default_clock_is_processor_time_on_one_thread_except_on_windows(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert default_clock() is time.process_time
+        monkeypatch.setattr(sys, "platform", "win32")  # its process clock ticks every 15.6 ms
+        assert default_clock() is time.perf_counter
+        monkeypatch.undo()
+        torch.set_num_threads(2)  # the processor times of two threads add up to more than the wait
+        assert default_clock() is time.perf_counter
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows times in wall clock (default_clock)")
+def test_time_waiting_for_the_processor_does_not_count_on_one_thread(monkeypatch):
+    """A call that waits (here it sleeps, as when other programs hold the processor) is timed by its own work."""
+    monkeypatch.setattr(cost, "loop_attention", lambda q, k, v: time.sleep(0.05))
+    table = measure_time([4, 8], d=4, loop_limit=100.0)
+    assert (table["loop"] < 0.02).all(), table
+    before = torch.get_num_threads()
+    try:  # on two threads the wall clock, which counts the wait
+        table = measure_time([4, 8], d=4, loop_limit=100.0, threads=2)
+    finally:
+        torch.set_num_threads(before)
+    assert (table["loop"] >= 0.045).all(), table
+
+
+def test_time_call_rejects_a_clock_that_is_not_a_function():
+    with pytest.raises(TypeError, match="clock must be a function returning seconds"):
+        time_call(lambda: None, clock=0.0)
 
 
 @pytest.mark.parametrize("repeats", [0, -1, 1.5, True])
