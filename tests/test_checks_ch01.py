@@ -152,6 +152,14 @@ def test_batch_accepts_right_answers_however_written(answer, capsys):
     assert capsys.readouterr().out.count("correct") == 2
 
 
+def test_batch_names_answers_on_another_device():  # "meta" stands in for a GPU
+    Xs, Wb, Ys = batch_reference()
+    with pytest.raises(CheckFailed, match="W is on the meta device"):
+        check.sequence_first_attention(Wb.to("meta"), Ys)
+    with pytest.raises(CheckFailed, match="Y is on the meta device"):
+        check.sequence_first_attention(Wb, Ys.to("meta"))
+
+
 def test_batch_rejects_attention_across_the_batch():
     Xs, Wb, Ys = batch_reference()
     across = torch.softmax(torch.bmm(Xs, Xs.transpose(1, 2)), dim=-1)  # bmm on (t, b, d): (4, 2, 2)

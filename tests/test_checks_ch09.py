@@ -95,6 +95,11 @@ def test_merge_rejects_mistakes(wrong, hint):
         check.merge_function(wrong)
 
 
+def test_merge_names_a_triple_on_another_device():  # "meta" stands in for a GPU
+    with pytest.raises(CheckFailed, match="m is on the meta device"):
+        check.merge_function(lambda a, b: tuple(x.to("meta") for x in reference_merge(a, b)))
+
+
 # ex-ch09-gqa: grouped-query attention for one new token, without copying keys
 
 
@@ -109,6 +114,12 @@ def reference_gqa(q, k, v):
 def test_gqa_accepts_reference(capsys):
     check.gqa_function(reference_gqa)
     assert "✓ gqa_decode(q, k, v): correct" in capsys.readouterr().out
+
+
+def test_gqa_names_an_output_on_another_device():  # "meta" stands in for a GPU
+    on_gpu = reference_gqa(*check.gqa_inputs()).to("meta")  # moved outside the function the check watches
+    with pytest.raises(CheckFailed, match=r"gqa_decode\(q, k, v\) is on the meta device"):
+        check.gqa_function(lambda q, k, v: on_gpu)
 
 
 def in_float64_with_einsum(q, k, v):  # another right way: converted copies of the cache, but one each

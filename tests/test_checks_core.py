@@ -42,6 +42,9 @@ def test_wrong_type_dtype_shape_and_values():
             check_tensor(torch.full((2, 3), 100 / 3).to(half), torch.full((2, 3), 100 / 3), "W")
     with pytest.raises(CheckFailed, match=r"W is a torch.sparse_coo tensor; pass a dense one: W.to_dense\(\)"):
         check_tensor(torch.eye(2, 3).to_sparse(), expected, "W")
+    # an answer on another device (a GPU; "meta" stands in for one here): named, not a crash inside torch
+    with pytest.raises(CheckFailed, match=r"W is on the meta device, and the check compares on the CPU.*W.cpu\(\)"):
+        check_tensor(torch.zeros(2, 3, device="meta"), expected, "W", {"a mistake": torch.ones(2, 3)})
     with pytest.raises(CheckFailed, match=r"shape \(3, 2\), expected \(2, 3\)"):
         check_tensor(torch.zeros(3, 2), expected, "W")
     with pytest.raises(CheckFailed, match=r"wrong values \(largest difference 1 at index \(1, 2\)\)"):

@@ -30,6 +30,7 @@ from .._torch_private import dispatch_mode_base, tensors_in, torch_function_swit
 __all__ = [
     "CheckFailed",
     "check_tensor",
+    "on_cpu",
     "as_number",
     "check_value",
     "Op",
@@ -51,6 +52,14 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=1e-4))
 
 
+def on_cpu(answer: object, name: str) -> None:
+    """Raise :class:`CheckFailed` if ``answer`` is a tensor on another device than the CPU (a GPU), where the
+    check's own tensors are not: comparing them would fail inside PyTorch."""
+    if isinstance(answer, torch.Tensor) and answer.device.type != "cpu":
+        raise CheckFailed(f"{name} is on the {answer.device} device, and the check compares on the CPU. "
+                          f"Hint: compute it on the CPU, or move it there: {name}.cpu().")
+
+
 def check_tensor(
     answer: object,
     expected: torch.Tensor,
@@ -70,6 +79,7 @@ def check_tensor(
         raise CheckFailed(f"{name} should be a torch.Tensor, got {type(answer).__name__}.")
     if answer.layout != torch.strided:
         raise CheckFailed(f"{name} is a {answer.layout} tensor; pass a dense one: {name}.to_dense().")
+    on_cpu(answer, name)
     if not torch.is_floating_point(answer):
         raise CheckFailed(f"{name} has dtype {answer.dtype}; attention works with floats (use .float()).")
     for hint, wrong in (mistakes or {}).items():

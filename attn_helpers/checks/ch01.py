@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, _close, book_attention, check_tensor, torch_attention
+from . import CheckFailed, Watch, _close, book_attention, check_tensor, on_cpu, torch_attention
 
 __all__ = [
     "TOY_Q",
@@ -113,6 +113,7 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
         "this chapter uses raw dot products; the division by √d comes in chapter 2.": scaled_W,
     })
     batch_first = torch.bmm(expected_W, Xb)           # (b, t, d)
+    on_cpu(Y, "Y")
     if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and _close(Y.detach(), batch_first, 1e-4):
         raise CheckFailed(
             f"Y is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "

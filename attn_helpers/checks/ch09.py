@@ -11,7 +11,7 @@ from .._torch_private import dispatch_mode_base, tensors_in, written_tensors
 from ..attention import attention
 from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
-from . import CheckFailed, Watch, check_tensor, check_value, on_other_sizes, torch_attention
+from . import CheckFailed, Watch, check_tensor, check_value, on_cpu, on_other_sizes, torch_attention
 
 __all__ = [
     "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
@@ -64,6 +64,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     if not isinstance(answer, (tuple, list)) or len(answer) != 3:
         raise CheckFailed("merge_two should return the triple (m, l, o), like partial_attention.")
     m, ell, o = answer
+    for name, x in (("m", m), ("l", ell), ("o", o)):
+        on_cpu(x, name)
     for name, x in (("m", m), ("l", ell), ("o", o)):
         if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and torch.isnan(x).any():
             raise CheckFailed(
@@ -204,6 +206,7 @@ def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, 
         raise CheckFailed(f"gqa_decode calls {called}; the exercise asks you to write it yourself.")
     if isinstance(answer, (tuple, list)):
         raise CheckFailed("gqa_decode should return only the output tensor (b, h, 1, d_k), not a tuple.")
+    on_cpu(answer, "gqa_decode(q, k, v)")
     copied = copies.most_copies() >= r  # every query head of a group got its own copy of the group's keys or values
     if copied and isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
             answer.double(), expected.double(), atol=1e-4):
