@@ -186,6 +186,24 @@ def test_watch_fails_when_the_code_gets_out_of_its_sight(escape, named):
     assert sys.getprofile() is None
 
 
+def test_watch_lets_a_progress_bar_start_its_monitor_thread(monkeypatch):
+    import io
+
+    import tqdm
+
+    if tqdm.tqdm.monitor is not None:  # started by an earlier bar in this process: stop it, to start a fresh one
+        tqdm.tqdm.monitor.exit()
+    monkeypatch.setattr(tqdm.tqdm, "monitor", None)
+    try:
+        with Watch([ah.attention]):
+            for _ in tqdm.tqdm(range(3), file=io.StringIO()):
+                torch.ones(2).softmax(0)
+        assert type(tqdm.tqdm.monitor).__name__ == "TMonitor"  # it was started, under the Watch
+    finally:
+        if tqdm.tqdm.monitor is not None:
+            tqdm.tqdm.monitor.exit()
+
+
 def _both_records_off(fn):
     """``fn()`` with the torch-function and dispatch modes switched off: nothing of it reaches a record."""
     from torch.utils._python_dispatch import _disable_current_modes

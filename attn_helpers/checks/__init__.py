@@ -198,7 +198,7 @@ class Watch:
     or the name ``functions`` gives it when it maps functions to names.
 
     It sees only what runs in this thread, through the profiler it installs: code that starts a thread
-    or a process, changes the profiler, or leaves a ``with torch._C.DisableTorchFunction()`` makes it raise
+    (other than the monitor thread of a tqdm progress bar) or a process, changes the profiler, or leaves a ``with torch._C.DisableTorchFunction()`` makes it raise
     :class:`CheckFailed` on exit. Code written against it (a worker thread started before the check, the
     profiler switched off through a C function) can still hide, as a copy of a helper's source can.
     """
@@ -223,7 +223,7 @@ class Watch:
         if event == "call" and frame.f_code in self._codes:
             self.called.add(self._codes[frame.f_code])
         elif event == "c_call" and self._escape is None and frame.f_code not in _OWN_CODES:
-            if arg in _ESCAPES:
+            if arg in _ESCAPES and not _is_progress_bar_monitor(frame):
                 self._escape = _ESCAPES[arg]
             elif isinstance(getattr(arg, "__self__", None), _DISABLE_TORCH_FUNCTION):  # leaving `with` it
                 self._escape = "switches off the check's record of PyTorch calls"
@@ -277,6 +277,13 @@ def _escapes() -> dict[Callable, str]:
             continue
         found.update({getattr(loaded, name): what for name in names if hasattr(loaded, name)})
     return found
+
+
+def _is_progress_bar_monitor(frame) -> bool:  # noqa: ANN001
+    """True when ``frame`` (``Thread.start``) starts tqdm's monitor thread, which a progress bar's first use
+    starts: it only refreshes bars, and refusing it would refuse a learner's function only on its first run."""
+    thread = frame.f_locals.get("self")
+    return type(thread).__module__ == "tqdm._monitor" and type(thread).__qualname__ == "TMonitor"
 
 
 _ESCAPES = _escapes()
