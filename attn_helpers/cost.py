@@ -2,8 +2,9 @@
 
 Time is the best of a few runs, so it varies from run to run and machine to machine. With PyTorch on one
 thread it is read from this process's processor clock, ``time.process_time``, so other programs on a busy
-machine do not count (:func:`default_clock`); otherwise, and on Windows, from ``time.perf_counter``. FLOPs are *counted* by PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
-(two per multiply-add of every matrix product). Memory is *counted*, not sampled:
+machine do not count (:func:`default_clock`); otherwise, and on Windows, from ``time.perf_counter``.
+FLOPs are *counted* by PyTorch's ``torch.utils.flop_counter.FlopCounterMode`` (two per multiply-add of
+every matrix product). Memory is *counted*, not sampled:
 :class:`TensorMemoryTracker` sees every tensor a PyTorch operator returns and adds up the bytes
 of the new ones that are alive at the same time. Both counts are deterministic. The memory count
 is exactly what an algorithm materialises as tensors; scratch space a fused C++ kernel allocates

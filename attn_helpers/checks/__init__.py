@@ -198,8 +198,8 @@ class Watch:
     or the name ``functions`` gives it when it maps functions to names.
 
     It sees only what runs in this thread, through the profiler it installs: code that starts a thread
-    (other than the monitor thread of a tqdm progress bar) or a process, changes the profiler, or leaves a ``with torch._C.DisableTorchFunction()`` makes it raise
-    :class:`CheckFailed` on exit. Code written against it (a worker thread started before the check, the
+    (other than a tqdm progress bar's monitor thread) or a process, changes the profiler, or leaves a
+    ``with torch._C.DisableTorchFunction()`` makes it raise :class:`CheckFailed` on exit. Code written against it (a worker thread started before the check, the
     profiler switched off through a C function) can still hide, as a copy of a helper's source can.
     """
 
