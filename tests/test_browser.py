@@ -180,9 +180,9 @@ def tab(shared_tab) -> PageProblems:
     return shared_tab.fresh()
 
 
-def add_axe(page) -> None:
-    """Load axe-core into ``page`` from the test server (see AXE_URL_PATH)."""
-    page.add_script_tag(url=urlsplit(page.url)._replace(path=AXE_URL_PATH, query="", fragment="").geturl())
+def add_axe(page, server: str) -> None:
+    """Load axe-core into ``page`` from the test server at ``server`` (see AXE_URL_PATH)."""
+    page.add_script_tag(url=server + AXE_URL_PATH.lstrip("/"))
 
 
 def typeset_math(page) -> dict:
@@ -409,7 +409,7 @@ def visit_page(tab: PageProblems, server: str, page_path: str) -> Visit:
         if not visit.redirect:
             visit.images = page.evaluate(IMAGES_JS, ARTICLE)
             visit.text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
-            add_axe(page)
+            add_axe(page, server)
             visit.axe = page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT])
             sections = figure_sections(page)
             screenshot_sections(sections, "desktop")
@@ -573,7 +573,7 @@ def test_the_accessibility_and_leak_checks_can_fail(tab, server):
     }""")
     text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
     assert "Exercise Exercise" in text and "{glue" in text
-    add_axe(page)
+    add_axe(page, server)
     rules = {v["rule"] for v in page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT]) if v["inArticle"]}
     assert {"aria-required-children", "empty-table-header"} <= rules, rules
     alts = [alt_text_problem(i["alt"]) for i in page.evaluate(IMAGES_JS, ARTICLE)]
