@@ -41,6 +41,38 @@ def test_transpose_strides_rejects_non_tuple():
         check.transpose_strides((60, 4, 12, True), (60, 20, 4, 1))   # True is an int to Python, not a stride
 
 
+@pytest.mark.parametrize("as_integers", [
+    lambda strides: tuple(np.int64(s) for s in strides),       # from NumPy arithmetic, or np.array(...).tolist() kept
+    lambda strides: tuple(np.int32(s) for s in strides),
+    lambda strides: [torch.tensor(s) for s in strides],        # 0-d integer tensors, a list rather than a tuple
+    lambda strides: torch.Size(strides),
+], ids=["numpy int64", "numpy int32", "integer tensors", "torch.Size"])
+def test_transpose_strides_accepts_integers_of_other_types(as_integers, capsys):
+    check.transpose_strides(as_integers((60, 4, 12, 1)), as_integers((60, 20, 4, 1)))
+    assert capsys.readouterr().out.count("correct") == 2
+
+
+def test_transpose_strides_names_a_mistake_in_numpy_integers():
+    with pytest.raises(CheckFailed, match="strides of x itself"):
+        check.transpose_strides(tuple(np.int64(s) for s in (60, 12, 4, 1)), (60, 20, 4, 1))
+
+
+@pytest.mark.parametrize("entry, hint", [
+    (True, "holds the bool True"),
+    (np.True_, "holds the bool"),
+    (torch.tensor(True), "holds the bool"),
+    (1.0, "holds 1.0, a float.*without a decimal point"),
+    (np.float64(1.0), "a float64.*without a decimal point"),
+    (torch.tensor(1.0), "a Tensor.*without a decimal point"),
+    ("1", "holds '1', a str.*whole number"),
+])
+def test_transpose_strides_rejects_bools_and_floats_with_a_hint(entry, hint):
+    with pytest.raises(CheckFailed, match=f"tuple of integers.*{hint}"):
+        check.transpose_strides((60, 4, 12, entry), (60, 20, 4, 1))
+    with pytest.raises(CheckFailed, match=f"strides_c should be a tuple of integers.*{hint}"):
+        check.transpose_strides((60, 4, 12, 1), (60, 20, 4, entry))
+
+
 def test_parameter_counts_rejects_a_count_that_is_not_whole():
     with pytest.raises(CheckFailed, match="is not right"):
         check.parameter_counts(4 * 64 * 64 + 0.4, 4 * 8 * 64 * 64)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
@@ -23,9 +25,23 @@ __all__ = [
 
 
 def _as_float(strides: object, name: str) -> torch.Tensor:
-    if not isinstance(strides, (tuple, list)) or not all(type(s) is int for s in strides):  # not bool, not float
-        raise CheckFailed(f"{name} should be a tuple of integers, like the one x.stride() returns.")
-    return torch.tensor(strides, dtype=torch.float32)
+    """``strides`` as a float tensor, if it is a tuple (or list) of integers: Python's, NumPy's or 0-d integer
+    tensors, anything ``operator.index`` takes, but not bools (True is 1 to Python) nor floats."""
+    wanted = f"{name} should be a tuple of integers, like the one x.stride() returns"
+    if not isinstance(strides, (tuple, list)):
+        raise CheckFailed(f"{wanted}, got {type(strides).__name__}.")
+    for s in strides:
+        if isinstance(s, (bool, np.bool_)) or getattr(s, "dtype", None) in (torch.bool, np.dtype(bool)):
+            raise CheckFailed(f"{wanted}, and it holds the bool {s!r}. Hint: a stride counts elements; write each "
+                              "one as a whole number.")
+        try:
+            operator.index(s)
+        except TypeError:
+            whole = isinstance(s, float | np.floating) or isinstance(s, torch.Tensor) and s.is_floating_point()
+            raise CheckFailed(f"{wanted}, and it holds {s!r}, a {type(s).__name__}. Hint: " + (
+                "a stride counts elements, a whole number: write it without a decimal point (7, not 7.0)."
+                if whole else "write each stride as a whole number.")) from None
+    return torch.tensor([operator.index(s) for s in strides], dtype=torch.float32)
 
 
 def transpose_strides(strides_t: tuple[int, ...], strides_c: tuple[int, ...]) -> None:
