@@ -163,7 +163,12 @@ def test_decoding_mask_rejects_the_ready_made_masks(shortcut):
     lambda t_q, t_k: torch.nn.Transformer.generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
     lambda t_q, t_k: torch.nn.attention.bias.causal_upper_left(t_k, t_k)._materialize()[t_k - t_q:],
     lambda t_q, t_k: ah.causal_mask(t_k)[t_k - t_q:],
-], ids=["generate_square_subsequent_mask", "causal_upper_left", "ah.causal_mask(t_k)"])
+    # the function behind nn.Transformer's static method, called directly, and reached through nn.Transformer
+    # (whose own method also reaches the forbidden function, so both routes are named)
+    lambda t_q, t_k: torch.nn.modules.transformer._generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
+    lambda t_q, t_k: torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True).generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
+], ids=["generate_square_subsequent_mask", "causal_upper_left", "ah.causal_mask(t_k)",
+        "transformer._generate_square_subsequent_mask", "a Transformer's generate_square_subsequent_mask"])
 def test_decoding_mask_rejects_a_square_ready_made_mask_cut_down(shortcut):
     assert torch.equal(shortcut(3, 7), reference_decoding_mask(3, 7))
     with pytest.raises(CheckFailed, match="asks you not to use"):
@@ -248,3 +253,6 @@ def test_decoding_mask_shortcut_hint_names_what_was_called():
         check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))
     with pytest.raises(CheckFailed, match="causal_lower_right"):
         check.decoding_mask_function(lambda t_q, t_k: torch.nn.attention.bias.causal_lower_right(t_q, t_k)._materialize())
+    with pytest.raises(CheckFailed, match=r"decoding_mask\(3, 7\) calls _generate_square_subsequent_mask, which"):
+        check.decoding_mask_function(
+            lambda t_q, t_k: torch.nn.modules.transformer._generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0)

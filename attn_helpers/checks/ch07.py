@@ -77,14 +77,18 @@ DECODE_SIZES = ((T_Q, T_K), (1, 5), (2, 9), (4, 4), (5, 6))  # (t_q, t_k) on whi
 
 def _forbidden_masks() -> list[Callable]:
     """The ready-made causal masks the exercise rules out: the book's, and every route PyTorch offers to its own
-    (either corner of its causal biases, whose top-left one sliced gives the same mask, and nn.Transformer's)."""
+    (either corner of its causal biases, whose top-left one sliced gives the same mask, and nn.Transformer's,
+    whose static method calls a function of the module ``torch.nn.modules.transformer`` that can be called
+    directly). General triangles (``torch.tril``, ``torch.triu``) are the exercise's own tools, not refused."""
     from torch import nn
     from torch.nn.attention import bias
+    from torch.nn.modules import transformer
 
     from ..masks import causal_mask
 
     return [causal_mask, bias.causal_lower_right, bias.CausalBias._lower_right, bias.causal_upper_left,
-            bias.CausalBias._upper_left, nn.Transformer.generate_square_subsequent_mask]
+            bias.CausalBias._upper_left, nn.Transformer.generate_square_subsequent_mask,
+            transformer._generate_square_subsequent_mask]
 
 
 def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
