@@ -178,11 +178,49 @@ def maximum_started_from_the_first_block(q, k, v, block):
     return acc / total
 
 
+def one_query_vector_at_a_time(q, k, v, block):
+    """The update rule for each query as a vector (d_k,): its scores against a block are a vector (n,)."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    rows = []
+    for q_i in q:                                                    # (d_k,)
+        m, total, acc = torch.tensor(-math.inf), torch.tensor(0.0), torch.zeros(v.shape[-1])
+        for start in range(0, k.shape[0], block):
+            s = k[start:start + block] @ q_i * scale                 # (n,)
+            m_new = torch.maximum(m, s.max())
+            p, r = torch.exp(s - m_new), torch.exp(m - m_new)
+            total, acc, m = total * r + p.sum(), acc * r + p @ v[start:start + block], m_new
+        rows.append(acc / total)
+    return torch.stack(rows)
+
+
 @pytest.mark.parametrize("fn", [einsum_blockwise, per_query_blockwise, in_float64, keys_scaled_and_transposed_first,
                                 maximum_started_from_the_first_block])
 def test_blockwise_accepts_other_correct_versions(fn, capsys):
     check.blockwise_function(fn)
     assert capsys.readouterr().out.count("correct") == 3
+
+
+def scored_pairs(fn, q, k, v, block):
+    with torch.no_grad(), ah.checks.Watch() as watch:
+        fn(q, k, v, block)
+    return check._scored_pairs(watch, q.shape[-1])
+
+
+def test_blockwise_counts_the_pairs_scored_whatever_their_shape():
+    """Each (query, key) pair counts once, scored in 2-D blocks, by broadcasting, or one query (a vector) at a time;
+    a second pass counts every pair again. (one_query_vector_at_a_time is accepted by the check, at the cost of
+    a slow memory test with 64 queries, so its count is tested here.)"""
+    q, k, v = check._blockwise_data()
+    t_q, t_k = q.shape[0], k.shape[0]
+    for block in (4, t_k):
+        assert torch.allclose(check._run_blockwise(one_query_vector_at_a_time, q, k, v, block),
+                              ah.attention(q, k, v)[0], atol=1e-5)
+        for fn in (reference_blockwise, einsum_blockwise, one_query_vector_at_a_time):
+            assert scored_pairs(fn, q, k, v, block) == t_q * t_k, fn.__name__
+        assert scored_pairs(maximum_started_from_the_first_block, q, k, v, block) == t_q * (t_k + block)
+        for fn in (two_passes, two_passes_by_broadcasting, two_passes_one_query_at_a_time,
+                   two_passes_one_query_at_a_time_by_broadcasting, two_passes_one_pair_at_a_time):
+            assert scored_pairs(fn, q, k, v, block) == 2 * t_q * t_k, fn.__name__
 
 
 def test_extreme_scores_are_exact_and_need_a_running_maximum():
@@ -278,6 +316,30 @@ def two_passes_by_broadcasting(q, k, v, block):
     return blocks_against(m, q, k, v, block)
 
 
+def two_passes_one_query_at_a_time(q, k, v, block, score=lambda k_b, q_i: k_b @ q_i):
+    """two_passes for each query as a vector (d_k,): every score is a vector (n,), never a 2-D block."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    rows = []
+    for q_i in q:                                                    # (d_k,)
+        m = torch.tensor(-math.inf)
+        for start in range(0, k.shape[0], block):                    # first pass: the maximum
+            m = torch.maximum(m, (score(k[start:start + block], q_i) * scale).max())
+        total, acc = torch.tensor(0.0), torch.zeros(v.shape[-1])
+        for start in range(0, k.shape[0], block):                    # second pass: sum and output against it
+            p = torch.exp(score(k[start:start + block], q_i) * scale - m)   # (n,)
+            total, acc = total + p.sum(), acc + p @ v[start:start + block]
+        rows.append(acc / total)
+    return torch.stack(rows)
+
+
+def two_passes_one_query_at_a_time_by_broadcasting(q, k, v, block):
+    return two_passes_one_query_at_a_time(q, k, v, block, score=lambda k_b, q_i: (k_b * q_i).sum(-1))
+
+
+def two_passes_one_pair_at_a_time(q, k, v, block):
+    return two_passes_one_query_at_a_time(q, k, v, block, score=lambda k_b, q_i: torch.stack([k_j @ q_i for k_j in k_b]))
+
+
 def full_matrix(q, k, v, block):
     return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
 
@@ -324,6 +386,9 @@ def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every 
     (row_by_row_by_hand, "full rows of t_k scores"),
     (two_passes, "computes each block's scores more than once"),
     (two_passes_by_broadcasting, "computes each block's scores more than once"),
+    (two_passes_one_query_at_a_time, "computes each block's scores more than once"),
+    (two_passes_one_query_at_a_time_by_broadcasting, "computes each block's scores more than once"),
+    (two_passes_one_pair_at_a_time, "computes each block's scores more than once"),
     (pairs_of_queries, "full rows of t_k scores"),
     (full_matrix, "builds a full t_q × t_k tensor"),
     (lambda q, k, v, block: ah.attention(q, k, v)[0], "calls ah.attention"),

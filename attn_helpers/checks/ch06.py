@@ -155,16 +155,25 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
 
-def _score_products(watch: Watch, t_q: int, d_k: int, block: int) -> int:
-    """How many operators made a block of scores, a (t_q, n ≤ block) result: a matrix product of the (t_q, d_k)
-    queries, or a sum over d_k of a (t_q, n, d_k) product (the same scores, by broadcasting)."""
+_PRODUCTS = {"mm", "bmm", "addmm", "baddbmm", "mv", "addmv", "dot", "vdot"}  # (…, a, c) @ (…, c, b), c summed
+_SUMS = {"sum", "mean", "nansum"}
+
+
+def _scored_pairs(watch: Watch, d_k: int) -> int:
+    """How many (query, key) scores the operators computed, whatever their shapes: every number made by a product
+    that sums over d_k (a matrix, matrix-vector or dot product: a block of queries, one query or one pair), or by
+    a sum over d_k of a broadcast product ((q[:, None] * k_b).sum(-1)). Nothing else in attention sums over d_k
+    (the check's d_k differs from every block's size, so p @ v_b, a sum over keys, is not counted)."""
     count = 0
     for op in watch.ops:
-        outs = [o for o in map(_squeezed, op.outputs) if len(o) == 2 and t_q in o and min(o) <= block]
-        ins = [_squeezed(i) for i in op.inputs]
-        if outs and (op.name in ("mm", "bmm", "addmm", "baddbmm") and any(i in ((t_q, d_k), (d_k, t_q)) for i in ins)
-                     or any(sorted(i) == sorted((*o, d_k)) for i in ins for o in outs)):
-            count += 1
+        if not op.outputs:
+            continue
+        made = math.prod(op.outputs[0])
+        if op.name in _PRODUCTS and len(op.inputs) >= 2 and op.inputs[-2] and op.inputs[-2][-1] == d_k:
+            count += made  # the left factor's last dimension is the one summed over
+        elif op.name in _SUMS and op.inputs and sorted(_squeezed(op.inputs[0])) == sorted(
+                (*_squeezed(op.outputs[0]), d_k)):
+            count += made
     return count
 
 
@@ -210,8 +219,9 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
             "exp(-1000) is 0, so each query must subtract its own maximum so far, updated block by block, and "
             "rescale the running sum and output by exp(old max − new max) when it grows."
         )
-    # one product more than there are blocks: scoring the first block again to start the running maximum is fine
-    if _score_products(watch, t_q, d_k, block) > math.ceil(t_k / block) + 1:
+    # every (query, key) pair once, plus one block more: scoring the first block again to start the running maximum
+    # is fine, as long as no key is scored twice over (a first pass for the maximum), by whole blocks or query by query
+    if _scored_pairs(watch, d_k) > t_q * (t_k + min(block, t_k)):
         raise CheckFailed(
             "the function computes each block's scores more than once (for example a first pass over all "
             "blocks for the maximum, then a second). Hint: make one pass that updates the running maximum "
