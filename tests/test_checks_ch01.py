@@ -71,6 +71,15 @@ def test_function_rejects_mistakes(fn, hint):
 
 
 @pytest.mark.parametrize("fn", [
+    lambda X: reference_self_attention(X)[::-1],                                   # (W, Y): right, but swapped
+    lambda X: (torch.softmax(X @ X.T, dim=0), torch.softmax(X @ X.T, dim=0) @ X),  # swapped, and wrong too
+])
+def test_function_names_a_pair_in_the_other_order(fn):
+    with pytest.raises(CheckFailed, match=r"returned a \(5, 5\) tensor first.*other order.*\(Y, W\)"):
+        check.self_attention_function(fn)
+
+
+@pytest.mark.parametrize("fn", [
     lambda X: ah.attention(X, X, X, scale=1.0),  # the exact answer, through the forbidden helper
     lambda X: imported_attention(X, X, X, scale=1.0),  # imported under its own name
     lambda X: ah.attention(X, X, X),  # the scaled version
