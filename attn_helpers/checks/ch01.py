@@ -67,7 +67,7 @@ def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, tor
     if getattr(Y, "shape", None) == (t, t) and getattr(W, "shape", None) == (t, d):
         raise CheckFailed(
             f"self_attention returned a ({t}, {t}) tensor first and a ({t}, {d}) one second: the pair is in the "
-            f"other order. Hint: return the outputs first, then the weights: (Y, W)."
+            "other order. Hint: return the outputs first, then the weights: (Y, W)."
         )
     check_tensor(W, expected_W, "W", {
         "softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1.":
