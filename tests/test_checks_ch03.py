@@ -99,3 +99,24 @@ def test_contextual_rejects_a_position_from_str_split(glove):
         check.contextual_function(contextual_vector)
     with pytest.raises(CheckFailed, match="raised OutOfVocabularyError.*ah.tokenize"):
         check.contextual_function(tokens_from_split)
+
+
+def test_contextual_accepts_the_last_occurrence_as_it_has_the_same_vector(glove, capsys):
+    """Issue 30 asked for a case that rejects the word's last occurrence. No check can: without positions, equal
+    tokens have equal rows of X X^T, so every occurrence of a word gets the same weights and contextual vector.
+    The answer built from the last occurrence is right, and the check accepts it."""
+    def last_occurrence(sentence, word):
+        tokens = ah.tokenize(sentence)
+        i = len(tokens) - 1 - tokens[::-1].index(word)
+        X = glove.embed(tokens)
+        return weights(X)[i] @ X
+
+    for sentence, word in ((ah.explore.ODYSSEY_SENTENCE, "my"), (check.PUNCTUATED_SENTENCE, "my"),
+                           (check.CAT_SENTENCE, "the")):
+        tokens = ah.tokenize(sentence)
+        first, last = tokens.index(word), len(tokens) - 1 - tokens[::-1].index(word)
+        assert first < last
+        X = glove.embed(tokens)
+        assert torch.allclose(weights(X)[first] @ X, weights(X)[last] @ X, atol=1e-6)
+    check.contextual_function(last_occurrence)
+    assert capsys.readouterr().out.count("correct") == 4
