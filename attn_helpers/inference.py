@@ -6,6 +6,12 @@ and values of the tokens already seen, so each step projects only the new token.
 multi-head attention, ``g = 1``: multi-query attention), which shrinks that cache by ``h / g``.
 :class:`TinyDecoder` stacks a few such layers so the chapter can decode with and without a cache,
 count the FLOPs of each step with ``torch.utils.flop_counter`` and time it.
+
+Positions: each layer rotates its queries and keys with chapter 8's RoPE
+(:func:`attn_helpers.position.rope`) before the keys go into the cache. The new tokens' positions
+are ``positions``, one integer per new token; left out, they are ``len(cache), len(cache) + 1, …``,
+since a new token's position is the number of tokens before it. A cache that drops tokens (a
+sliding window) no longer holds that number and must pass ``positions`` itself.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from .attention import attention
 from .cost import _check_sizes, time_call
 from .masks import causal_mask
+from .position import rope
 from .validate import as_float_tensor, positive_int
 
 __all__ = [
@@ -113,13 +120,16 @@ class GroupedQueryAttention(nn.Module):
 
     ``W_q`` maps ``d_model`` to ``h · d_k`` features, ``W_k`` and ``W_v`` to ``g · d_k``, ``W_o`` back
     to ``d_model``; with ``num_kv_heads == num_heads`` the parameters have the names and shapes of
-    :class:`attn_helpers.MultiHeadAttention`. ``forward(x, cache=None)`` takes the new tokens ``x``
-    ``(b, t_new, d_model)``; they attend to the cached tokens and to each other under the
-    bottom-right-aligned causal mask ``causal_mask(t_new, t_cache + t_new)``. Returns
-    ``(out (b, t_new, d_model), cache)`` with the new tokens' keys and values appended to the cache.
+    :class:`attn_helpers.MultiHeadAttention`, and with ``rope=False`` it computes the same function.
+    ``forward(x, cache=None, positions=None)`` takes the new tokens ``x`` ``(b, t_new, d_model)``; with
+    ``rope=True`` their queries and keys are rotated by their positions (``positions``, ``t_new``
+    integers, by default ``len(cache) … len(cache) + t_new - 1``) before the keys are cached. The new
+    tokens attend to the cached tokens and to each other under the bottom-right-aligned causal mask
+    ``causal_mask(t_new, t_cache + t_new)``. Returns ``(out (b, t_new, d_model), cache)`` with the new
+    tokens' (rotated) keys and values appended to the cache.
     """
 
-    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None):
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None, *, rope: bool = True):
         super().__init__()
         self.d_model = positive_int(d_model, "d_model")
         self.num_heads = positive_int(num_heads, "num_heads")
@@ -130,12 +140,19 @@ class GroupedQueryAttention(nn.Module):
                 f"must divide num_heads, so that every key/value head serves the same number of query heads."
             )
         self.d_k = d_model // num_heads
+        if rope and self.d_k % 2:
+            raise ValueError(
+                f"RoPE rotates the features of a head in pairs, so d_k = d_model / num_heads must be even, got "
+                f"{self.d_k}. Choose other sizes, or pass rope=False for a layer without positions."
+            )
+        self.rope = bool(rope)
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=False)
         self.W_v = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=False)
         self.W_o = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, KVCache]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                positions: torch.Tensor | Sequence[int] | None = None) -> tuple[torch.Tensor, KVCache]:
         as_float_tensor(x, "x")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (b, t, d_model={self.d_model}), got {tuple(x.shape)}.")
@@ -143,36 +160,45 @@ class GroupedQueryAttention(nn.Module):
         q = self.W_q(x).view(b, t_new, self.num_heads, self.d_k).transpose(1, 2)  # (b, h, t_new, d_k)
         k = self.W_k(x).view(b, t_new, self.num_kv_heads, self.d_k).transpose(1, 2)  # (b, g, t_new, d_k)
         v = self.W_v(x).view(b, t_new, self.num_kv_heads, self.d_k).transpose(1, 2)  # (b, g, t_new, d_k)
+        if self.rope:
+            if positions is None:
+                start = 0 if cache is None else len(cache)  # the number of tokens before the new ones
+                positions = torch.arange(start, start + t_new)  # (t_new,)
+            q, k = rope(q, positions), rope(k, positions)  # rotated before caching: a key's angle never changes
+        elif positions is not None:
+            raise ValueError("positions were given to a layer built with rope=False, which has no positions to use.")
         cache = KVCache(k, v) if cache is None else cache.extend(k, v)  # (b, g, t, d_k) each
         mask = causal_mask(t_new, len(cache))  # (t_new, t): the new tokens are the last ones
         heads, _ = grouped_query_attention(q, cache.k, cache.v, mask)  # (b, h, t_new, d_k)
         return self.W_o(heads.transpose(1, 2).reshape(b, t_new, self.d_model)), cache
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, rope={self.rope}"
 
 
 class TinyDecoder(nn.Module):
     """A token embedding, ``n_layers`` residual causal attention layers and a projection to logits (chapter 9).
 
-    ``forward(tokens, caches=None)`` takes token ids ``(b, t_new)`` and, optionally, one
+    ``forward(tokens, caches=None, positions=None)`` takes token ids ``(b, t_new)`` and, optionally, one
     :class:`KVCache` per layer for the tokens before them; returns ``(logits (b, t_new, vocab), caches)``.
-    Without caches the tokens are a whole sequence from its start. No position embeddings, no MLP: just
-    enough model to show what caching does.
+    Without caches the tokens are a whole sequence from its start. Positions enter through RoPE in every
+    layer (``rope=True``): ``positions`` as in :class:`GroupedQueryAttention`, by default the cache's
+    length onwards. No MLP: just enough model to show what caching does.
     """
 
     def __init__(self, vocab: int, d_model: int, num_heads: int, num_kv_heads: int | None = None,
-                 n_layers: int = 2):
+                 n_layers: int = 2, *, rope: bool = True):
         super().__init__()
         self.vocab = positive_int(vocab, "vocab")
         self.embed = nn.Embedding(vocab, d_model)
         self.layers = nn.ModuleList(
-            GroupedQueryAttention(d_model, num_heads, num_kv_heads) for _ in range(positive_int(n_layers, "n_layers"))
+            GroupedQueryAttention(d_model, num_heads, num_kv_heads, rope=rope)
+            for _ in range(positive_int(n_layers, "n_layers"))
         )
         self.out = nn.Linear(d_model, vocab, bias=False)  # one score per token of the vocabulary
 
-    def forward(self, tokens: torch.Tensor, caches: Sequence[KVCache] | None = None
-                ) -> tuple[torch.Tensor, list[KVCache]]:
+    def forward(self, tokens: torch.Tensor, caches: Sequence[KVCache] | None = None,
+                positions: torch.Tensor | Sequence[int] | None = None) -> tuple[torch.Tensor, list[KVCache]]:
         if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
             raise TypeError(f"tokens must be a (b, t) tensor of token ids (torch.long), got {tokens!r:.80}.")
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab):
@@ -182,7 +208,7 @@ class TinyDecoder(nn.Module):
         x = self.embed(tokens)  # (b, t_new, d)
         new_caches = []
         for i, layer in enumerate(self.layers):
-            out, cache = layer(x, None if caches is None else caches[i])
+            out, cache = layer(x, None if caches is None else caches[i], positions)
             x = x + out  # residual
             new_caches.append(cache)
         return self.out(x), new_caches  # (b, t_new, vocab)

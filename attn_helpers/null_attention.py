@@ -36,7 +36,8 @@ NORMALISERS = ("softmax", "null_key", "softmax_plus_one")
 def softmax_plus_one(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``exp(s_j) / (1 + Σ_k exp(s_k))`` along ``dim`` (chapter 9): the weights may sum to less than one.
 
-    The same as a softmax over the scores and one extra score of 0 whose weight is dropped.
+    The same as a softmax over the scores and one extra score of 0 whose weight is dropped: a zero key with a
+    zero value, which is what ``nn.MultiheadAttention(add_zero_attn=True)`` appends to every head.
     Computed stably, with the maximum of the scores and 0 subtracted first. Same shape as ``scores``.
     """
     if not isinstance(scores, torch.Tensor) or not torch.is_floating_point(scores):

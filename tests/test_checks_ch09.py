@@ -40,6 +40,37 @@ def test_cache_bytes_rejects_mistakes(wrong, hint):
         check.cache_bytes(wrong)
 
 
+def measured_bytes(*args):
+    torch.manual_seed(0)
+    model = ah.inference.TinyDecoder(*args).to(check.DTYPE)
+    with torch.no_grad():
+        _, caches = model(torch.zeros(1, check.T, dtype=torch.long))
+    return sum(c.nbytes for c in caches)
+
+
+@pytest.mark.parametrize("swapped, hint", [
+    ((4, 128, 8, 2, 50), "vocab and n_layers were swapped"),  # 50 layers
+    ((50, 128, 4, 2, 8), "num_heads and n_layers swapped"),  # d_k = 32, 8 layers
+])
+def test_cache_bytes_names_a_model_built_with_swapped_arguments(swapped, hint):
+    with pytest.raises(CheckFailed, match=hint) as failure:
+        check.cache_bytes(measured_bytes(*swapped))
+    assert "keyword" in str(failure.value) and "51200" not in str(failure.value)
+
+
+def test_swapping_num_kv_heads_and_n_layers_gives_the_same_bytes_which_is_why_the_exercise_asks_for_keywords(capsys):
+    right = measured_bytes(50, 128, 8, 2, 4)
+    assert measured_bytes(50, 128, 8, 4, 2) == right  # no check of a number can tell these apart
+    check.cache_bytes(right)
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("swapped", [(128, 50, 8, 2, 4), (50, 128, 2, 8, 4), (50, 4, 8, 2, 128)])
+def test_other_swaps_do_not_build_a_model(swapped):
+    with pytest.raises(ValueError):
+        measured_bytes(*swapped)
+
+
 # ex-ch09-merge: merging two (m, l, o) triples
 
 
@@ -75,6 +106,21 @@ def min_instead_of_max(a, b):
     return (torch.minimum(a[0], b[0]), *reference_merge(a, b)[1:])
 
 
+def m_o_l_order(a, b):
+    m, ell, o = reference_merge(a, b)
+    return m, o, ell
+
+
+def l_m_o_order(a, b):
+    m, ell, o = reference_merge(a, b)
+    return ell, m, o
+
+
+def zeroed_m(a, b):  # returns the -inf-free copy of the maximum instead of the maximum
+    m, ell, o = reference_merge(a, b)
+    return torch.where(torch.isinf(m), torch.zeros_like(m), m), ell, o
+
+
 def merge_by_helper(a, b):  # the shortcut the exercise forbids, reached by a name of its own
     from attn_helpers.merge import merge_partials as merge
 
@@ -89,6 +135,9 @@ def merge_by_helper(a, b):  # the shortcut the exercise forbids, reached by a na
     (normalised, "keep o unnormalised"),
     (min_instead_of_max, "larger of the two"),
     (lambda a, b: reference_merge(a, b)[2], "should return the triple"),
+    (m_o_l_order, r"order \(m, o, l\)"),
+    (l_m_o_order, r"order \(l, m, o\)"),
+    (zeroed_m, "should stay -inf"),
 ])
 def test_merge_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

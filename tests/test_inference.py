@@ -94,13 +94,68 @@ def test_gqa_rejects_bad_shapes(q, k, v, mask, match):
 def test_gqa_module_with_all_heads_is_chapter_5s_module():
     torch.manual_seed(0)
     mha = ah.MultiHeadAttention(16, 4)
-    gqa = ah.inference.GroupedQueryAttention(16, 4)
+    gqa = ah.inference.GroupedQueryAttention(16, 4, rope=False)
     gqa.load_state_dict(mha.state_dict())
     x = randn(2, 6, 16)
     with torch.no_grad():
         ref, _ = mha(x, mask=ah.causal_mask(6))
         out, cache = gqa(x)
     assert torch.allclose(out, ref, atol=1e-6) and len(cache) == 6
+
+
+def _heads(linear, x, n):  # (b, t, n · d_k) -> (b, n, t, d_k)
+    b, t, _ = x.shape
+    return linear(x).view(b, t, n, -1).transpose(1, 2)
+
+
+def test_gqa_module_rotates_queries_and_keys_with_rope_and_caches_the_rotated_keys():
+    torch.manual_seed(0)
+    layer = ah.inference.GroupedQueryAttention(16, 4, 2)
+    x = randn(2, 6, 16)
+    with torch.no_grad():
+        out, cache = layer(x)
+        q = ah.position.rope(_heads(layer.W_q, x, 4), positions=torch.arange(6))  # (b, h, t, d_k)
+        k = ah.position.rope(_heads(layer.W_k, x, 2), positions=torch.arange(6))  # (b, g, t, d_k)
+        v = _heads(layer.W_v, x, 2)
+        heads, _ = ah.attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), ah.causal_mask(6))
+        ref = layer.W_o(heads.transpose(1, 2).reshape(2, 6, 16))
+    assert torch.allclose(out, ref, atol=1e-6)
+    assert torch.allclose(cache.k, k, atol=1e-6) and torch.allclose(cache.v, v, atol=1e-6)
+
+
+def test_new_tokens_continue_from_the_cache_length():
+    torch.manual_seed(0)
+    layer = ah.inference.GroupedQueryAttention(16, 4)
+    x = randn(1, 7, 16)
+    with torch.no_grad():
+        full, _ = layer(x)
+        _, cache = layer(x[:, :5])
+        default, _ = layer(x[:, 5:], cache)
+        explicit, _ = layer(x[:, 5:], cache, positions=[5, 6])
+        restarted, _ = layer(x[:, 5:], cache, positions=[0, 1])  # the bug: positions counted among the new tokens
+    assert torch.equal(default, explicit) and torch.allclose(default, full[:, 5:], atol=1e-6)
+    assert not torch.allclose(restarted, full[:, 5:], atol=1e-3)
+
+
+def test_only_offsets_matter_so_a_shifted_sequence_gives_the_same_output():
+    torch.manual_seed(0)
+    layer = ah.inference.GroupedQueryAttention(16, 4, 2)
+    x = randn(1, 6, 16)
+    with torch.no_grad():
+        at_zero, _ = layer(x)
+        at_100, _ = layer(x, positions=torch.arange(100, 106))
+    assert torch.allclose(at_zero, at_100, atol=1e-5)
+
+
+def test_gqa_module_rejects_odd_heads_for_rope_and_positions_without_rope():
+    with pytest.raises(ValueError, match="even"):
+        ah.inference.GroupedQueryAttention(12, 4)  # d_k = 3
+    ah.inference.GroupedQueryAttention(12, 4, rope=False)  # no rotation, no pairs needed
+    layer = ah.inference.GroupedQueryAttention(16, 4, rope=False)
+    with pytest.raises(ValueError, match="rope=False"):
+        layer(randn(1, 2, 16), positions=[0, 1])
+    with pytest.raises(ValueError, match="one per token"):
+        ah.inference.GroupedQueryAttention(16, 4)(randn(1, 2, 16), positions=[0, 1, 2])
 
 
 def test_gqa_module_rejects_input_of_the_wrong_width():
@@ -134,6 +189,25 @@ def test_cached_generation_equals_recomputation(decoder):
     assert torch.equal(tokens_c, tokens_f) and torch.allclose(logits_c, logits_f, atol=1e-5)
     assert torch.equal(tokens_c[:, :5], prompt)
     assert torch.equal(tokens_c[:, 5:], logits_c.argmax(-1))
+
+
+def test_decoding_with_every_new_token_at_position_0_differs(decoder):
+    prompt = torch.randint(20, (2, 5), generator=torch.Generator().manual_seed(1))
+    seq, _ = decoder.generate(prompt, 4)
+    with torch.no_grad():
+        full, _ = decoder(seq)
+        _, caches = decoder(seq[:, :5])
+        right, _ = decoder(seq[:, 5:6], caches)
+        wrong, _ = decoder(seq[:, 5:6], caches, positions=[0])
+    assert torch.allclose(right, full[:, 5:6], atol=1e-5)
+    assert not torch.allclose(wrong, full[:, 5:6], atol=1e-3)
+
+
+def test_decoder_passes_rope_to_every_layer():
+    torch.manual_seed(0)
+    plain = ah.inference.TinyDecoder(vocab=20, d_model=16, num_heads=4, rope=False)
+    assert not any(layer.rope for layer in plain.layers)
+    assert all(layer.rope for layer in ah.inference.TinyDecoder(vocab=20, d_model=16, num_heads=4).layers)
 
 
 def test_a_chunk_of_new_tokens_on_a_cache(decoder):

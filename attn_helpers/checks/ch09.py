@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable
 
@@ -24,11 +25,19 @@ DTYPE = torch.bfloat16
 
 
 def cache_bytes(answer: object) -> None:
-    """Exercise ex-ch09-predict: bytes of the KV cache of T tokens, n_layers=4, h=8, g=2, d_k=16, bfloat16."""
+    """Exercise ex-ch09-predict: bytes of the KV cache of T tokens, n_layers=4, h=8, g=2, d_k=16, bfloat16.
+
+    Of the models ``TinyDecoder(50, 128, 8, 2, 4)`` builds with two arguments swapped, two run and cache
+    another number of bytes, and the hints name the swap; swapping ``num_kv_heads`` and ``n_layers`` caches
+    the same bytes, which no check of a number can catch (hence the keywords the exercise asks for).
+    """
     per_number = torch.finfo(DTYPE).bits // 8
     check_value(answer, 2 * N_LAYERS * G * D_K * per_number * T, "cache_bytes", {
-        "the cache holds keys and values for the g = 2 shared heads only, not for all h = 8 query heads.":
-            2 * N_LAYERS * H * D_K * per_number * T,
+        "the cache holds keys and values for the g = 2 shared heads only, not for all h = 8 query heads. (If "
+        "you measured it, check that the model was not built with num_heads and n_layers swapped: pass the "
+        "sizes as keywords.)": 2 * N_LAYERS * H * D_K * per_number * T,
+        "that is the cache of a model of 50 layers: vocab and n_layers were swapped. Build the model with "
+        "keyword arguments, TinyDecoder(vocab=..., d_model=..., ...).": 2 * 50 * G * D_K * per_number * T,
         "the cache holds keys AND values: two tensors per layer.": N_LAYERS * G * D_K * per_number * T,
         "bfloat16 takes 2 bytes a number, not 4.": 2 * N_LAYERS * G * D_K * 4 * T,
         "that is the size per token; the cache holds all T tokens.": 2 * N_LAYERS * G * D_K * per_number,
@@ -52,6 +61,19 @@ def _merge_without_rescale(a, b):  # noqa: ANN001, ANN202
     return torch.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2]
 
 
+def _check_order(answer: tuple | list, expected: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+    """Fail with the order the learner used if ``answer`` is the right triple in another order."""
+    names = ("m", "l", "o")
+    for order in itertools.permutations(range(3)):
+        if order == (0, 1, 2):
+            continue
+        if all(isinstance(x, torch.Tensor) and x.shape == expected[i].shape and torch.allclose(
+                x.double(), expected[i].double(), atol=1e-5, equal_nan=True) for x, i in zip(answer, order, strict=True)):
+            given = ", ".join(names[i] for i in order)
+            raise CheckFailed(f"the three parts are right but returned in the order ({given}). Hint: return them in "
+                              f"the order partial_attention uses, (m, l, o).")
+
+
 def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
     """Exercise ex-ch09-merge: ``fn(a, b)`` merges two ``(m, l, o)`` triples exactly, with no NaN."""
     full, (a, b) = _shards()
@@ -72,8 +94,17 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
                 f"{name} contains NaN. Hint: where both maxima are -inf (a query with no allowed key in "
                 f"either shard), e^(m_a - M) is e^(-inf - (-inf)) = NaN; replace an infinite M by 0 first."
             )
+    _check_order(answer, expected)
     wrong = _merge_without_rescale(a, b)
     if not isinstance(m, torch.Tensor) or m.shape != expected[0].shape or not torch.equal(m, expected[0]):
+        empty = torch.isinf(expected[0])  # queries with no allowed key in either shard
+        if isinstance(m, torch.Tensor) and m.shape == expected[0].shape and empty.any() and \
+                torch.equal(m[~empty], expected[0][~empty]) and torch.isfinite(m[empty]).all():
+            raise CheckFailed(
+                "m is right except for the query with no allowed key in either shard, where it should stay -inf: "
+                "a triple with no keys is (-inf, 0, 0). Hint: replace -inf by 0 only in a copy used inside the "
+                "exponent, e^(m_a - M), and return the maximum itself."
+            )
         raise CheckFailed("m is not right yet. Hint: the merged maximum is the larger of the two, torch.maximum(m_a, m_b).")
     print("✓ m: correct")
     check_tensor(ell, expected[1], "l", {
