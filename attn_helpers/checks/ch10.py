@@ -122,8 +122,8 @@ _AUTOGRAD = {torch.autograd.grad: "torch.autograd.grad", torch.autograd.backward
              torch.autograd.graph._engine_run_backward: "autograd's backward pass",
              flash_backward: "ah.flash.flash_backward", flash_attention: "ah.flash.flash_attention",
              FlashAttention.forward: "ah.flash.FlashAttention", attention: "ah.attention"}
-_HINT = ("recompute each tile of weights as exp(S_ij - L_i) from the block of keys, then dV_j = P_ijᵀ dO_i, "
-         "dS_ij = P_ij ∘ (dO_i V_jᵀ - D_i), and add scale · dS_ij K_j to dQ_i and scale · dS_ijᵀ Q_i to dK_j.")
+_HINT = ("loop over the blocks of keys, recompute each tile of weights from its scores and L_i, and apply the "
+         "chapter's equations for the backward pass to that tile, adding what it gives to dQ_i, dK and dV.")
 
 
 def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
