@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from . import validate
+from .merge import _finite  # -inf -> 0, so that s - m is never -inf - (-inf) = NaN (chapter 9)
 
 __all__ = [
     "Tile", "tiles", "tile_counts", "Traffic", "flash_forward", "flash_backward", "FlashAttention",
@@ -117,11 +118,6 @@ def _inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object, cau
                          f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
                          f"not add leading dimensions that q, k and v do not have.")
     return scale, mask.expand(scores)
-
-
-def _finite(m: torch.Tensor) -> torch.Tensor:
-    """``m`` with -inf replaced by 0, so that ``s - m`` is never ``-inf - (-inf) = NaN`` (a query with no key)."""
-    return torch.where(torch.isinf(m), torch.zeros_like(m), m)
 
 
 def _scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
