@@ -215,6 +215,7 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, causal, block_q, block_k, scale):  # noqa: ANN001, ANN205
+        """The output of :func:`flash_forward`; saves ``q``, ``k``, ``v``, the output and ``L``."""
         o, L = flash_forward(q, k, v, mask, causal, block_q, block_k, scale)
         ctx.save_for_backward(q, k, v, o, L)
         ctx.settings = (mask, causal, block_q, block_k, scale)
@@ -222,6 +223,7 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, do):  # noqa: ANN001, ANN205
+        """``(dq, dk, dv)`` from :func:`flash_backward`, and no gradient for the settings."""
         q, k, v, o, L = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, L, do, *ctx.settings)
         return dq, dk, dv, None, None, None, None, None
