@@ -146,19 +146,18 @@ def flash_forward(
     """
     scale, mask = _inputs(q, k, v, mask, causal, block_q, block_k, scale)
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
+    traffic = Traffic() if traffic is None else traffic  # counts what moves; nobody reads it unless passed
     outputs, lses = [], []
     for r in range(0, t_q, block_q):  # one block of queries at a time
         rows = slice(r, min(r + block_q, t_q))
         q_i = q[..., rows, :]  # (..., B_r, d_k)
-        m_i = torch.full((*q_i.shape[:-1], 1), -math.inf, dtype=q.dtype, device=q.device)  # (..., B_r, 1): running maximum
+        m_i = torch.full((*q_i.shape[:-1], 1), -math.inf, dtype=q.dtype, device=q.device)  # (..., B_r, 1): max
         l_i = torch.zeros_like(m_i)  # (..., B_r, 1): running sum of exp(s - m_i)
-        acc = torch.zeros((*q_i.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # (..., B_r, d_v): unnormalised output
-        if traffic is not None:
-            traffic.read(q_i)
+        acc = torch.zeros((*q_i.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # (..., B_r, d_v)
+        traffic.read(q_i)
         for tile in _row_of_tiles(rows, t_q, t_k, block_k, causal):  # its blocks of keys, in order
             k_j, v_j = k[..., tile.cols, :], v[..., tile.cols, :]  # (..., B_c, d_k), (..., B_c, d_v)
-            if traffic is not None:
-                traffic.read(k_j, v_j, *([] if mask is None else [mask[..., rows, tile.cols]]))
+            traffic.read(k_j, v_j, *([] if mask is None else [mask[..., rows, tile.cols]]))
             s = _scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
             m_new = torch.maximum(m_i, s.amax(dim=-1, keepdim=True))  # (..., B_r, 1)
             p = torch.exp(s - _finite(m_new))  # (..., B_r, B_c), 0 where blocked
@@ -167,8 +166,7 @@ def flash_forward(
         o_i = acc / torch.where(l_i == 0, torch.ones_like(l_i), l_i)  # (..., B_r, d_v); 0 for a query with no key
         L_i = m_i + torch.log(l_i)  # (..., B_r, 1): log-sum-exp of the scores, -inf for a query with no key
         outputs, lses = [*outputs, o_i], [*lses, L_i]
-        if traffic is not None:
-            traffic.write(o_i, L_i)
+        traffic.write(o_i, L_i)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-2)  # (..., t_q, d_v), (..., t_q, 1)
 
 
