@@ -175,3 +175,12 @@ def test_block_rejects_backward_without_the_books_functions():
 
     with pytest.raises(CheckFailed, match="autograd"):
         check.block_backward_function(backward_call)
+
+
+def test_block_rejects_torch_func():
+    def via_func(q_i, k, v, do_i, L_i, D_i, block):  # autograd reached through torch.func's vjp
+        _, vjp = torch.func.vjp(lambda a, b, c: torch.exp(a @ b.T / math.sqrt(a.shape[-1]) - L_i) @ c, q_i, k, v)
+        return vjp(do_i)
+
+    with pytest.raises(CheckFailed, match="autograd"):
+        check.block_backward_function(via_func)
