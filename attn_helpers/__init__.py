@@ -32,7 +32,7 @@ __all__ = [
 
 # public modules, imported on first attribute access
 _MODULES = (
-    "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "glove", "heads_task",
+    "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "flash", "glove", "heads_task",
     "inference", "layout", "masks", "merge", "modules", "null_attention", "plotting", "position", "scaling",
     "tables", "tasks", "torch_compat", "training", "validate",
 )

@@ -1,0 +1,270 @@
+"""FlashAttention from scratch: exact attention in tiles, forward and backward (chapter 10).
+
+The queries are cut into blocks of ``block_q`` rows and the keys and values into blocks of ``block_k``.
+For each block of queries the forward pass walks through the blocks of keys with chapter 6's running
+maximum ``m``, running sum ``l`` and output accumulator, and keeps, per query, the log-sum-exp
+``L = m + log l`` of its scores. The backward pass recomputes each tile of weights from ``q``, ``k`` and
+``L`` instead of storing them: no tensor of ``t_q × t_k`` numbers exists in either pass. With
+``causal=True`` the tiles that lie entirely above the diagonal are skipped. Passing a :class:`Traffic`
+counts the numbers the loops move between slow and fast memory (Dao et al., 2022, Theorem 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from . import validate
+from .merge import _finite  # -inf -> 0, so that s - m is never -inf - (-inf) = NaN (chapter 9)
+
+__all__ = [
+    "Tile", "tiles", "tile_counts", "Traffic", "flash_forward", "flash_backward", "FlashAttention",
+    "flash_attention", "standard_attention", "paper_blocks",
+]
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One tile of the score matrix: query rows ``rows``, key columns ``cols``, and whether part of it is masked."""
+
+    rows: slice
+    cols: slice
+    masked: bool
+
+
+def tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = False) -> Iterator[Tile]:
+    """The tiles a tiled pass computes, block of queries by block of keys (chapter 10).
+
+    With ``causal`` the triangle is aligned at the bottom right, as in ``ah.causal_mask(t_q, t_k)``: query
+    ``i`` sees keys ``0 … i + t_k - t_q``. A tile whose keys all come after its last query's is skipped; a
+    tile that the diagonal crosses is computed and marked ``masked``. The last blocks may be shorter.
+    """
+    for r in range(0, t_q, block_q):
+        yield from _row_of_tiles(slice(r, min(r + block_q, t_q)), t_q, t_k, block_k, causal)
+
+
+def _row_of_tiles(rows: slice, t_q: int, t_k: int, block_k: int, causal: bool) -> Iterator[Tile]:
+    """The tiles of one block of queries ``rows``, from the first block of keys to the last one it may see."""
+    shift = t_k - t_q  # query i sits at position i + shift
+    for c in range(0, t_k, block_k):
+        cols = slice(c, min(c + block_k, t_k))
+        if causal and cols.start > rows.stop - 1 + shift:
+            return  # this block of keys, and every later one, is in the future of every query of the block
+        yield Tile(rows, cols, causal and cols.stop - 1 > rows.start + shift)
+
+
+def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = False) -> dict[str, int]:
+    """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}`` (chapter 10)."""
+    _blocks(block_q, block_k)
+    validate.positive_int(t_q, "t_q")
+    validate.positive_int(t_k, "t_k")
+    done = list(tiles(t_q, t_k, block_q, block_k, causal))
+    every = math.ceil(t_q / block_q) * math.ceil(t_k / block_k)
+    masked = sum(tile.masked for tile in done)
+    return {"computed": len(done), "masked": masked, "skipped": every - len(done), "all": every}
+
+
+@dataclass
+class Traffic:
+    """Numbers moved between a slow memory (of any size) and a fast memory, counted by the tiled loops (chapter 10).
+
+    ``reads`` counts numbers loaded from slow memory, ``writes`` numbers stored back; ``total`` both.
+    """
+
+    reads: int = 0
+    writes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.writes
+
+    def read(self, *tensors: torch.Tensor) -> None:
+        self.reads += sum(x.numel() for x in tensors)
+
+    def write(self, *tensors: torch.Tensor) -> None:
+        self.writes += sum(x.numel() for x in tensors)
+
+
+def _blocks(block_q: object, block_k: object) -> None:
+    validate.positive_int(block_q, "block_q")
+    validate.positive_int(block_k, "block_k")
+
+
+def _inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object, causal: object,
+            block_q: object, block_k: object, scale: object) -> tuple[float, torch.Tensor | None]:
+    """All the checks of the tiled passes; returns the scale and the mask expanded to ``(..., t_q, t_k)`` (a view)."""
+    scale = validate.attention_args(q, k, v, None, scale)  # float tensors of one dtype, d_k and t_k that match
+    _blocks(block_q, block_k)
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(f"the tiled passes take queries, keys and values with the same leading dimensions, got "
+                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}. Expand them first, e.g. "
+                         f"k.expand(*q.shape[:-2], *k.shape[-2:]).")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}.")
+    if causal and q.shape[-2] > k.shape[-2]:
+        raise ValueError(f"causal=True with t_q={q.shape[-2]} queries but t_k={k.shape[-2]} keys: the queries sit at "
+                         "the end of the sequence, so the first ones would have no key. Use t_k >= t_q.")
+    if mask is None:
+        return scale, None
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"the tiled passes take a bool mask (True = may attend), got {getattr(mask, 'dtype', mask)!r}; "
+                        "turn an additive mask into one with mask == 0.")
+    scores = (*q.shape[:-2], q.shape[-2], k.shape[-2])
+    if validate.broadcast_shape(mask.shape, scores) != scores:
+        raise ValueError(f"a mask of shape {tuple(mask.shape)} cannot be cut into the tiles of scores of shape "
+                         f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
+                         f"not add leading dimensions that q, k and v do not have.")
+    return scale, mask.expand(scores)
+
+
+def _scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
+            mask: torch.Tensor | None) -> torch.Tensor:
+    """One tile of scores ``q_i k_jᵀ · scale``, -inf where the causal triangle or ``mask`` blocks a key."""
+    s = (q_i @ k_j.transpose(-2, -1)) * scale  # (..., B_r, B_c)
+    if tile.masked:  # the diagonal crosses this tile: key j is allowed for query i when j <= i + shift
+        i = torch.arange(tile.rows.start, tile.rows.stop)[:, None]
+        j = torch.arange(tile.cols.start, tile.cols.stop)[None, :]
+        s = torch.where(j <= i + shift, s, -math.inf)
+    if mask is not None:
+        s = torch.where(mask[..., tile.rows, tile.cols], s, -math.inf)
+    return s
+
+
+def flash_forward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = False,
+    block_q: int = 64, block_k: int = 64, scale: float | None = None, traffic: Traffic | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention in tiles: returns the output ``O`` ``(..., t_q, d_v)`` and ``L`` ``(..., t_q, 1)`` (chapter 10).
+
+    q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)`` with the same leading dimensions;
+    ``mask`` (bool, True = may attend) broadcasts to ``(..., t_q, t_k)``. ``L = m + log l`` is each query's
+    log-sum-exp of its scores (``-inf`` for a query with no allowed key, whose output is 0). Equal to
+    ``ah.attention(q, k, v, mask)[0]``, but only a ``(block_q, block_k)`` tile of scores exists at a time.
+    """
+    scale, mask = _inputs(q, k, v, mask, causal, block_q, block_k, scale)
+    t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
+    traffic = Traffic() if traffic is None else traffic  # counts what moves; nobody reads it unless passed
+    outputs, lses = [], []
+    for r in range(0, t_q, block_q):  # one block of queries at a time
+        rows = slice(r, min(r + block_q, t_q))
+        q_i = q[..., rows, :]  # (..., B_r, d_k)
+        m_i = torch.full((*q_i.shape[:-1], 1), -math.inf, dtype=q.dtype, device=q.device)  # (..., B_r, 1): max
+        l_i = torch.zeros_like(m_i)  # (..., B_r, 1): running sum of exp(s - m_i)
+        acc = torch.zeros((*q_i.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # (..., B_r, d_v)
+        traffic.read(q_i)
+        for tile in _row_of_tiles(rows, t_q, t_k, block_k, causal):  # its blocks of keys, in order
+            k_j, v_j = k[..., tile.cols, :], v[..., tile.cols, :]  # (..., B_c, d_k), (..., B_c, d_v)
+            traffic.read(k_j, v_j, *([] if mask is None else [mask[..., rows, tile.cols]]))
+            s = _scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
+            m_new = torch.maximum(m_i, s.amax(dim=-1, keepdim=True))  # (..., B_r, 1)
+            p = torch.exp(s - _finite(m_new))  # (..., B_r, B_c), 0 where blocked
+            alpha = torch.exp(m_i - _finite(m_new))  # rescales what was summed against the old maximum
+            l_i, acc, m_i = alpha * l_i + p.sum(dim=-1, keepdim=True), alpha * acc + p @ v_j, m_new
+        o_i = acc / torch.where(l_i == 0, torch.ones_like(l_i), l_i)  # (..., B_r, d_v); 0 for a query with no key
+        L_i = m_i + torch.log(l_i)  # (..., B_r, 1): log-sum-exp of the scores, -inf for a query with no key
+        outputs, lses = [*outputs, o_i], [*lses, L_i]
+        traffic.write(o_i, L_i)
+    return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-2)  # (..., t_q, d_v), (..., t_q, 1)
+
+
+def flash_backward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, L: torch.Tensor, do: torch.Tensor,
+    mask: torch.Tensor | None = None, causal: bool = False, block_q: int = 64, block_k: int = 64,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients ``(dQ, dK, dV)`` of attention in tiles, from the forward pass's ``O`` and ``L`` (chapter 10).
+
+    ``do`` ``(..., t_q, d_v)`` is the gradient of the loss with respect to the output ``o``. Each tile
+    recomputes ``P = exp(S - L)``; with ``D = rowsum(dO ∘ O)``: ``dV = Pᵀ dO``, ``dP = dO Vᵀ``,
+    ``dS = P ∘ (dP - D)``, ``dQ = scale · dS K``, ``dK = scale · dSᵀ Q``, summed over the tiles.
+    """
+    scale, mask = _inputs(q, k, v, mask, causal, block_q, block_k, scale)
+    if o.shape != do.shape or o.shape != (*q.shape[:-1], v.shape[-1]) or L.shape != (*q.shape[:-1], 1):
+        raise ValueError(f"o and do must have the output's shape {(*q.shape[:-1], v.shape[-1])} and L "
+                         f"{(*q.shape[:-1], 1)}, got o {tuple(o.shape)}, do {tuple(do.shape)}, L {tuple(L.shape)}: "
+                         "pass what flash_forward returned for these q, k and v.")
+    t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
+    D = (do * o).sum(dim=-1, keepdim=True)  # (..., t_q, 1): rowsum(dO ∘ O) = rowsum(P ∘ dP)
+    dq = {r: torch.zeros_like(q[..., r:r + block_q, :]) for r in range(0, t_q, block_q)}  # dQ by block of queries
+    dk = {c: torch.zeros_like(k[..., c:c + block_k, :]) for c in range(0, t_k, block_k)}  # dK by block of keys
+    dv = {c: torch.zeros_like(v[..., c:c + block_k, :]) for c in range(0, t_k, block_k)}  # dV by block of keys
+    for tile in tiles(t_q, t_k, block_q, block_k, causal):
+        r, c = tile.rows.start, tile.cols.start
+        q_i, k_j, v_j = q[..., tile.rows, :], k[..., tile.cols, :], v[..., tile.cols, :]
+        do_i, L_i, D_i = do[..., tile.rows, :], L[..., tile.rows, :], D[..., tile.rows, :]
+        p = torch.exp(_scores(q_i, k_j, scale, tile, shift, mask) - _finite(L_i))  # (..., B_r, B_c): P, recomputed
+        dv[c] = dv[c] + p.transpose(-2, -1) @ do_i  # (..., B_c, d_v)
+        dp = do_i @ v_j.transpose(-2, -1)  # (..., B_r, B_c)
+        ds = p * (dp - D_i)  # (..., B_r, B_c)
+        dq[r] = dq[r] + (ds @ k_j) * scale  # (..., B_r, d_k)
+        dk[c] = dk[c] + (ds.transpose(-2, -1) @ q_i) * scale  # (..., B_c, d_k)
+    return tuple(torch.cat(list(grads.values()), dim=-2) for grads in (dq, dk, dv))
+
+
+class FlashAttention(torch.autograd.Function):
+    """Attention whose forward and backward passes are the tiled ones (chapter 10).
+
+    Saves only ``q``, ``k``, ``v``, the output and ``L`` for the backward pass. Call it through
+    :func:`flash_attention`.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, causal, block_q, block_k, scale):  # noqa: ANN001, ANN205
+        """The output of :func:`flash_forward`; saves ``q``, ``k``, ``v``, the output and ``L``."""
+        o, L = flash_forward(q, k, v, mask, causal, block_q, block_k, scale)
+        ctx.save_for_backward(q, k, v, o, L)
+        ctx.settings = (mask, causal, block_q, block_k, scale)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):  # noqa: ANN001, ANN205
+        """``(dq, dk, dv)`` from :func:`flash_backward`, and no gradient for the settings."""
+        q, k, v, o, L = ctx.saved_tensors
+        dq, dk, dv = flash_backward(q, k, v, o, L, do, *ctx.settings)
+        return dq, dk, dv, None, None, None, None, None
+
+
+def flash_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, causal: bool = False,
+    block_q: int = 64, block_k: int = 64, scale: float | None = None,
+) -> torch.Tensor:
+    """The output of attention ``(..., t_q, d_v)``, differentiable, computed in tiles both ways (chapter 10).
+
+    Takes what :func:`flash_forward` takes; gradients come from :func:`flash_backward`.
+    """
+    return FlashAttention.apply(q, k, v, mask, causal, block_q, block_k, scale)
+
+
+def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: Traffic) -> torch.Tensor:
+    """Attention in three steps through slow memory, counting what moves (chapter 10; Dao et al., 2022, Algorithm 0).
+
+    ``S = Q Kᵀ · scale`` (read Q and K, write S), ``P = softmax(S)`` (read S, write P), ``O = P V``
+    (read P and V, write O): ``4·t·d + 4·t²`` numbers for ``t_q = t_k = t`` and ``d_k = d_v = d``.
+    """
+    scale = validate.attention_args(q, k, v, None, None)
+    traffic.read(q, k)
+    s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
+    traffic.write(s)
+    traffic.read(s)
+    p = torch.softmax(s, dim=-1)  # (..., t_q, t_k)
+    traffic.write(p)
+    traffic.read(p, v)
+    o = p @ v  # (..., t_q, d_v)
+    traffic.write(o)
+    return o
+
+
+def paper_blocks(M: int, d: int) -> tuple[int, int]:
+    """Block sizes ``(block_q, block_k)`` for a fast memory of ``M`` numbers and width ``d`` (chapter 10).
+
+    Dao et al. (2022) take ``B_c = ⌈M/4d⌉`` for the blocks of the outer loop (keys, in their Algorithm 1)
+    and ``B_r = min(⌈M/4d⌉, d)`` for the inner one; the loops here run over queries outside, so the
+    roles swap: ``block_q = ⌈M/4d⌉`` and ``block_k = min(⌈M/4d⌉, d)``.
+    """
+    validate.positive_int(M, "M")
+    validate.positive_int(d, "d")
+    outer = math.ceil(M / (4 * d))
+    return outer, min(outer, d)

@@ -1,0 +1,162 @@
+"""FlashAttention in tiles (chapter 10): exact forward and backward, causal tile skipping, traffic counts, bad input."""
+
+import math
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers import flash
+
+
+def qkv(t_q, t_k, d_k=8, d_v=6, lead=(2, 3), dtype=torch.float64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(*lead, t_q, d_k, generator=gen, dtype=dtype),
+            torch.randn(*lead, t_k, d_k, generator=gen, dtype=dtype),
+            torch.randn(*lead, t_k, d_v, generator=gen, dtype=dtype))
+
+
+def plain_lse(q, k, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, -math.inf)
+    return torch.logsumexp(s, dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("t, block_q, block_k", [(16, 4, 4), (37, 8, 5), (100, 64, 64), (7, 3, 2), (5, 16, 16),
+                                                 (64, 1, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_equals_attention_in_float64(t, block_q, block_k, causal):
+    q, k, v = qkv(t, t)
+    mask = ah.causal_mask(t) if causal else None
+    o, L = flash.flash_forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+    assert (o - ah.attention(q, k, v, mask)[0]).abs().max() <= 1e-12
+    assert (L - plain_lse(q, k, mask)).abs().max() <= 1e-12
+
+
+def test_forward_with_fewer_queries_and_a_bool_mask():
+    q, k, v = qkv(5, 9)
+    o, _ = flash.flash_forward(q, k, v, causal=True, block_q=2, block_k=3)
+    assert torch.allclose(o, ah.attention(q, k, v, ah.causal_mask(5, 9))[0], atol=1e-12)
+    mask = torch.rand(5, 9, generator=torch.Generator().manual_seed(1)) > 0.4
+    mask[2] = False  # a query with no allowed key: output 0, L = -inf, never NaN
+    o, L = flash.flash_forward(q, k, v, mask=mask, block_q=2, block_k=4)
+    assert torch.allclose(o, ah.attention(q, k, v, mask)[0], atol=1e-12)
+    assert torch.equal(o[..., 2, :], torch.zeros_like(o[..., 2, :])) and torch.isneginf(L[..., 2, :]).all()
+    do = torch.randn_like(o)
+    grads = flash.flash_backward(q, k, v, o, L, do, mask=mask, block_q=2, block_k=4)
+    assert all(torch.isfinite(g).all() for g in grads)
+
+
+def autograd_grads(q, k, v, do, mask=None):
+    q, k, v = (x.clone().requires_grad_() for x in (q, k, v))
+    out, _ = ah.attention(q, k, v, mask)
+    out.backward(do)
+    return q.grad, k.grad, v.grad
+
+
+@pytest.mark.parametrize("t, block_q, block_k", [(16, 4, 4), (37, 8, 5), (7, 3, 2)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_equals_autograd_in_float64(t, block_q, block_k, causal):
+    q, k, v = qkv(t, t)
+    o, L = flash.flash_forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+    do = torch.randn_like(o)
+    ours = flash.flash_backward(q, k, v, o, L, do, causal=causal, block_q=block_q, block_k=block_k)
+    theirs = autograd_grads(q, k, v, do, ah.causal_mask(t) if causal else None)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.shape == b.shape and (a - b).abs().max() <= 1e-10
+
+
+def test_backward_equals_autograd_in_float32_at_512_by_64():
+    q, k, v = qkv(512, 512, 64, 64, lead=(1,), dtype=torch.float32)
+    do = torch.randn(1, 512, 64, generator=torch.Generator().manual_seed(3))
+    o, L = flash.flash_forward(q, k, v)
+    for a, b in zip(flash.flash_backward(q, k, v, o, L, do), autograd_grads(q, k, v, do), strict=True):
+        assert (a - b).abs().max() <= 1e-5
+
+
+def test_autograd_function_passes_gradcheck():
+    q, k, v = (x.requires_grad_() for x in qkv(7, 7, 3, 2, lead=()))
+    assert torch.autograd.gradcheck(lambda a, b, c: flash.flash_attention(a, b, c, causal=True, block_q=3, block_k=2),
+                                    (q, k, v))
+    assert torch.autograd.gradcheck(lambda a, b, c: flash.flash_attention(a, b, c, block_q=2, block_k=4), (q, k, v))
+
+
+def test_function_saves_only_inputs_output_and_lse():
+    q, k, v = (x.requires_grad_() for x in qkv(12, 12, lead=()))
+    o = flash.flash_attention(q, k, v, block_q=4, block_k=4)
+    saved = o.grad_fn.saved_tensors
+    assert [tuple(x.shape) for x in saved] == [(12, 8), (12, 8), (12, 6), (12, 6), (12, 1)]
+
+
+@pytest.mark.parametrize("t, block_q, block_k, computed, masked", [
+    (10, 4, 3, 9, 5), (8, 4, 4, 3, 2), (1024, 64, 64, 136, 16), (6, 6, 6, 1, 1), (9, 2, 9, 5, 4)])
+def test_causal_tile_counts(t, block_q, block_k, computed, masked):
+    counts = flash.tile_counts(t, t, block_q, block_k, causal=True)
+    assert (counts["computed"], counts["masked"]) == (computed, masked)
+    assert counts["computed"] + counts["skipped"] == counts["all"] == math.ceil(t / block_q) * math.ceil(t / block_k)
+    assert flash.tile_counts(t, t, block_q, block_k)["computed"] == counts["all"]
+
+
+def test_skipped_tiles_have_no_allowed_key_and_unmasked_tiles_no_blocked_one():
+    mask = ah.causal_mask(10, 13)
+    done = list(flash.tiles(10, 13, 4, 3, causal=True))
+    for r in range(0, 10, 4):
+        for c in range(0, 13, 3):
+            block = mask[r:r + 4, c:c + 3]
+            tile = next((x for x in done if x.rows.start == r and x.cols.start == c), None)
+            assert (tile is None) == (not block.any())
+            if tile is not None:
+                assert tile.masked == (not block.all())
+
+
+def test_causal_flops_follow_the_tiles():
+    q, k, v = qkv(256, 256, 16, 16, lead=(1,), dtype=torch.float32)
+    causal = ah.cost.count_flops(lambda *a: flash.flash_forward(*a, causal=True, block_q=32, block_k=32), q, k, v)
+    full = ah.cost.count_flops(lambda *a: flash.flash_forward(*a, mask=ah.causal_mask(256), block_q=32, block_k=32),
+                               q, k, v)
+    assert full == 4 * 16 * 256 * 256 and causal == 4 * 16 * 32 * 32 * 36
+
+
+@pytest.mark.parametrize("t, d, M", [(256, 16, 1024), (300, 8, 512), (128, 32, 8192)])
+def test_traffic_counts_match_their_formulas(t, d, M):
+    q, k, v = qkv(t, t, d, d, lead=(1,), dtype=torch.float32)
+    block_q, block_k = flash.paper_blocks(M, d)
+    assert (block_q, block_k) == (math.ceil(M / (4 * d)), min(math.ceil(M / (4 * d)), d))
+    tiled, standard = flash.Traffic(), flash.Traffic()
+    o, _ = flash.flash_forward(q, k, v, block_q=block_q, block_k=block_k, traffic=tiled)
+    assert tiled.reads == t * d + 2 * t * d * math.ceil(t / block_q) and tiled.writes == t * d + t
+    assert torch.allclose(flash.standard_attention(q, k, v, standard), o, atol=1e-6)
+    assert standard.total == 4 * t * d + 4 * t * t and standard.reads == 2 * t * d + 2 * t * t + t * d
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"block_q": 0}, ValueError, "block_q must be a positive integer"),
+    ({"block_k": 2.5}, ValueError, "block_k must be a positive integer"),
+    ({"block_k": True}, ValueError, "a bool"),
+    ({"causal": 1}, TypeError, "causal must be True or False"),
+    ({"mask": torch.ones(6, 5, dtype=torch.bool)}, ValueError, "cannot be cut into the tiles"),
+    ({"mask": torch.ones(3, 5, 6, dtype=torch.bool)}, ValueError, "may not add leading dimensions"),
+    ({"mask": torch.zeros(5, 6)}, TypeError, "bool mask"),
+])
+def test_bad_settings_raise_clear_errors(kwargs, error, match):
+    q, k, v = qkv(5, 6, lead=())
+    with pytest.raises(error, match=match):
+        flash.flash_forward(q, k, v, **kwargs)
+
+
+def test_mismatched_shapes_raise_clear_errors():
+    q, k, v = qkv(5, 6, lead=(2,))
+    with pytest.raises(ValueError, match="same leading dimensions"):
+        flash.flash_forward(q, k[:1], v[:1])
+    with pytest.raises(ValueError, match="d_k"):
+        flash.flash_forward(q, k[..., :3], v)
+    with pytest.raises(ValueError, match="causal=True with t_q=5"):
+        flash.flash_forward(q, k[..., :4, :], v[..., :4, :], causal=True)
+    o, L = flash.flash_forward(q, k, v)
+    with pytest.raises(ValueError, match="pass what flash_forward returned"):
+        flash.flash_backward(q, k, v, o, L[..., :3, :], o)
+    with pytest.raises(ValueError, match="t_q must be a positive integer"):
+        flash.tile_counts(0, 4, 2, 2)
+    with pytest.raises(ValueError, match="M must be a positive integer"):
+        flash.paper_blocks(-1, 8)
