@@ -5,6 +5,11 @@ and the tensors that the usual mistakes would produce, then call :func:`check_te
 Exercises done "by hand" ask for a function, which the check runs under :class:`Watch`: it records
 the PyTorch operators and the book's functions (or methods, such as a module's ``forward``) it calls,
 however they are reached, so a check can spot a forbidden shortcut.
+
+Every call of a learner's function goes through :func:`call`, which turns an error raised in it into a
+:class:`CheckFailed` that names the input it was given. In Jupyter (IPython, so also Notebook 7, VS Code and
+Colab) a :class:`CheckFailed` shows as its message and hint only, never the check's code, which computes
+the expected answer.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import contextlib
 import dis
 import functools
 import importlib
+import linecache
 import math
 import numbers
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +36,8 @@ from .._torch_private import dispatch_mode_base, tensors_in, torch_function_swit
 
 __all__ = [
     "CheckFailed",
+    "call",
+    "describe",
     "check_tensor",
     "on_cpu",
     "as_number",
@@ -45,7 +54,104 @@ __all__ = [
 
 
 class CheckFailed(AssertionError):
-    """A learner's answer is wrong; the message says how, with a hint."""
+    """A learner's answer is wrong; the message says how, with a hint (after "Hint: ").
+
+    ``where`` is the line of the learner's own code that raised, when a learner's function raised inside a
+    check (see :func:`call`); ``raised`` is that error, and the function's name and own code.
+    """
+
+    def __init__(self, message: str, where: str | None = None, raised: Raised | None = None) -> None:
+        super().__init__(message)
+        self.where, self.raised = where, raised
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this error instead of a traceback (the check's code would give away the
+        answer): the message, the learner's line that raised if any, and the hint, each on its own lines."""
+        what, _, hint = str(self).partition(" Hint: ")
+        lines = _wrapped(f"\x1b[1;31m{type(self).__name__}\x1b[0m: {what}")
+        if self.where:
+            lines += _wrapped(f"Your code raised it at {self.where}", indent="    ")
+        if hint:
+            lines += _wrapped(f"\x1b[1;32mHint\x1b[0m: {hint}")
+        return lines
+
+
+def _wrapped(text: str, indent: str = "") -> list[str]:
+    """``text`` as lines of at most about 100 characters (a traceback's lines do not wrap in every front end)."""
+    return textwrap.wrap(text, 100 + text.count("\x1b") * 4, initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_long_words=False, break_on_hyphens=False)
+
+
+@dataclass
+class Raised:
+    """An error a learner's function raised inside a check: the function, the name it goes by, the error."""
+
+    fn: Callable
+    name: str
+    error: BaseException
+
+    def says(self, given: str) -> str:
+        """'look_back raised IndexError on <given>: <the error's first line>'."""
+        lines = str(self.error).strip().splitlines()
+        message = f": {lines[0].rstrip('.')}" if lines else ""
+        return f"{self.name} raised {type(self.error).__name__} on {given}{message}"
+
+
+def describe(*args: object, **kwargs: object) -> str:
+    """A short description of a call's arguments for a message: a (5, 3) tensor, 'ship', h = 4 …"""
+
+    def one(x: object) -> str:
+        if isinstance(x, torch.Tensor):
+            return f"a {tuple(x.shape)} tensor" if x.dim() else f"the number {x.item():.4g}"
+        if isinstance(x, nn.Module):
+            return f"a {type(x).__name__}"
+        if isinstance(x, (tuple, list)):
+            return "(" + ", ".join(one(item) for item in x) + ")"
+        if isinstance(x, (str, numbers.Number)):
+            return repr(x)
+        return f"a {type(x).__name__}"
+
+    return ", ".join([*map(one, args), *(f"{k} = {one(v)}" for k, v in kwargs.items())])
+
+
+def _learner_line(fn: Callable, error: BaseException) -> str | None:
+    """Where in the learner's code ``error`` was raised (the deepest line of the notebook's functions that
+    ``fn`` reaches), as IPython names a cell ("Cell In[4], line 3: W = X @ X.T"), or None."""
+    files = {inner.__code__.co_filename for f in reached_functions(fn)
+             if isinstance(getattr(inner := getattr(f, "__wrapped__", f), "__code__", None), types.CodeType)}
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in files:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    file, line = found.tb_frame.f_code.co_filename, found.tb_lineno
+    name = f"{file}, line {line}"
+    with contextlib.suppress(Exception):  # inside IPython: "Cell In[4]", as its own tracebacks say
+        from IPython import get_ipython
+
+        if (shell := get_ipython()) is not None and (cell := shell.compile.format_code_name(file)) is not None:
+            name = f"{cell[0]} {cell[1]}, line {line}"
+    source = linecache.getline(file, line, found.tb_frame.f_globals).strip()
+    return f"{name}: {source}" if source else name
+
+
+def call(fn: Callable, *args: object, name: str, given: str | None = None,
+         hint: str | Callable[[BaseException], str | None] | None = None, **kwargs: object) -> object:
+    """``fn(*args, **kwargs)``, the one way a check calls a learner's function ``name``: an error it raises
+    becomes a :class:`CheckFailed` that says which input it was given (``given``, or :func:`describe` of the
+    arguments), the error, and ``hint`` (a text, or a function of the error giving one or None), and
+    that points at the learner's line that raised. Inside :func:`on_other_sizes` the message also names the
+    likely cause: a size taken from the notebook or written in as a number.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:
+        raised = Raised(fn, name, error)
+        text = hint(error) if callable(hint) else hint
+        raise CheckFailed(f"{raised.says(given or describe(*args, **kwargs))}." + (f" Hint: {text}" if text else ""),
+                          _learner_line(fn, error), raised) from error
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, atol: float) -> bool:
@@ -190,7 +296,17 @@ class _FunctionRecorder(TorchFunctionMode):
 
 
 class Watch:
-    """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran.
+    """``with Watch(functions) as w: fn(...)`` records what ``fn`` ran, through three layers, each for what
+    the other two miss:
+
+    - a profiler hook (``sys.setprofile``) sees Python functions by their code, so the book's helpers and a
+      module's ``forward`` however they are reached (an alias, a bound method, a helper of the notebook), and
+      the C calls that would take code out of sight (starting a thread or a process);
+    - a ``TorchFunctionMode`` sees the torch functions and Tensor methods called, by name and before
+      PyTorch decomposes them (``F.scaled_dot_product_attention`` is one name here, a few matrix products below);
+    - a dispatch mode, below autograd, sees every ATen operator that actually runs, with its shapes: a softmax
+      by any route (``x.softmax``, ``nn.Softmax``), the sizes of the tensors made, and what code hides from the
+      torch-function record (``torch._C.DisableTorchFunction``).
 
     ``w.ops`` lists every PyTorch operator (:class:`Op`), ``w.functions`` the names of the torch
     functions and Tensor methods called, and ``w.called`` the name of each of ``functions`` (Python
@@ -312,37 +428,81 @@ def torch_attention() -> dict[Callable, str]:
 
 
 def run_by_hand(fn: Callable, args: tuple, forbidden: Mapping[Callable, str], name: str, hint: str,
-                owner: str) -> tuple | list:
-    """``fn(*args)`` under :class:`Watch`, for an exercise that asks for ``(out, weights)`` by hand.
+                owner: str | None = None, *, kwargs: Mapping[str, object] | None = None,
+                pair: tuple[str, str] = ("out", "weights"),
+                shortcuts: Mapping[str, tuple[str, ...]] | None = None) -> object:
+    """``fn(*args, **kwargs)`` through :func:`call`, under :class:`Watch`, for an exercise done by hand.
 
     Raises :class:`CheckFailed` if ``fn`` (named ``name``) reached one of ``forbidden`` or PyTorch's fused
-    attention, or did not return a pair as ``owner`` does; ``hint`` says what to do instead.
+    attention, or ran an operator whose name contains one of a ``shortcuts`` entry's fragments (the key says
+    what it is: "a log-sum-exp (torch.logsumexp …), which does the shift for you"); ``hint`` says what to
+    do instead. With ``owner``, the result must be a pair such as ``(out, weights)`` (``pair``), as
+    ``owner`` returns.
     """
     with Watch(forbidden) as watch:
-        result = fn(*args)
+        result = call(fn, *args, name=name, **(kwargs or {}))
     if watch.called:
         raise CheckFailed(f"{name} calls {', '.join(sorted(watch.called))} (directly or through another helper), "
                           f"which does the work for you: the exercise asks you not to. Hint: {hint}")
     if watch.used_fused_attention():
         raise CheckFailed(f"{name} calls PyTorch's fused attention (F.scaled_dot_product_attention or "
                           f"nn.MultiheadAttention), which computes the attention for you. Hint: {hint}")
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise CheckFailed(f"{name} should return a pair (out, weights), as {owner} does: return out, weights.")
+    for what, fragments in (shortcuts or {}).items():
+        if watch.used(*fragments):
+            raise CheckFailed(f"{name} calls {what}. Hint: {hint}")
+    if owner is not None and not (isinstance(result, (tuple, list)) and len(result) == 2):
+        first, second = pair
+        raise CheckFailed(f"{name} should return a pair ({first}, {second}), as {owner} does: "
+                          f"return {first}, {second}.")
     return result
+
+
+# hints that say nothing of the mistake, which on_other_sizes replaces with its own
+_GENERIC_HINTS = ("recompute it step by step and compare with the chapter's cells.",
+                  "check which dimensions you multiply, stack or transpose.")
 
 
 @contextlib.contextmanager
 def on_other_sizes(name: str, inputs: str, hint: str) -> Iterator[None]:
-    """Around a check's second run of the learner's function ``name`` on ``inputs`` of other sizes than the
-    exercise's: an exception there, or a wrong answer, becomes a :class:`CheckFailed` that says so and ends
-    with ``hint`` (most likely, a size of the exercise's inputs is written in as a number)."""
+    """Around a check's run of the learner's function ``name`` on ``inputs`` of other sizes than the
+    exercise's (the run after the one on the exercise's inputs).
+
+    A :class:`CheckFailed` there is raised again, saying that it was right on the exercise's inputs, with one
+    hint: the mistake's own, or ``hint`` (most likely, a size of the exercise's inputs written in as a
+    number) when the check could not name the mistake. An error the function raised (see :func:`call`)
+    names the variables of the notebook that the function reads, the likely cause.
+    """
     try:
         yield
     except CheckFailed as exc:
-        raise CheckFailed(f"{exc} It was right on the exercise's inputs. Hint: {hint}") from None
-    except Exception as exc:
-        raise CheckFailed(f"{name} raised {type(exc).__name__} on {inputs}, though it worked on the exercise's. "
-                          f"Hint: {hint}") from exc
+        if exc.raised is not None:
+            raised = exc.raised
+            raise CheckFailed(f"{raised.says(inputs)}, though it worked on the exercise's inputs. "
+                              f"{_likely_cause(raised.fn, raised.name)} Hint: {hint}", exc.where, raised) from None
+        what, _, own = str(exc).partition(" Hint: ")
+        raise CheckFailed(f"{what} It was right on the exercise's inputs. "
+                          f"Hint: {hint if not own or own in _GENERIC_HINTS else own}") from None
+
+
+def _likely_cause(fn: Callable, name: str) -> str:
+    """Why a function right on the exercise's inputs fails on others: the sizes it reads from outside."""
+    outside = sorted({outer for reached in reached_functions(fn)
+                      if isinstance(getattr(inner := getattr(reached, "__wrapped__", reached), "__code__", None),
+                                    types.CodeType)
+                      for outer, value in _read_from_outside(inner).items() if _holds_size(value)})
+    if outside:
+        names = ", ".join(outside)
+        return (f"{name} reads {names} from the notebook rather than from its arguments, so "
+                f"{'it fits' if len(outside) == 1 else 'they fit'} the exercise's inputs only.")
+    return "Most likely a size or an index of the exercise's inputs is written in it as a number."
+
+
+def _holds_size(value: object) -> bool:
+    """True for what can hold a size: a number (not a bool), a torch.Size, a tensor or an array, or a
+    container of them."""
+    if isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, torch.Size) or _holds_tensor(value)
 
 
 def _global_names(code: types.CodeType) -> set[str]:
