@@ -36,6 +36,7 @@ from .._torch_private import dispatch_mode_base, tensors_in, torch_function_swit
 
 __all__ = [
     "CheckFailed",
+    "Raised",
     "call",
     "describe",
     "check_tensor",
@@ -90,11 +91,11 @@ class Raised:
     name: str
     error: BaseException
 
-    def says(self, given: str) -> str:
-        """'look_back raised IndexError on <given>: <the error's first line>'."""
+    def says(self, given: str, though: str = "") -> str:
+        """'look_back raised IndexError on <given><though>: <the error's first line>'."""
         lines = str(self.error).strip().splitlines()
         message = f": {lines[0].rstrip('.')}" if lines else ""
-        return f"{self.name} raised {type(self.error).__name__} on {given}{message}"
+        return f"{self.name} raised {type(self.error).__name__} on {given}{though}{message}"
 
 
 def describe(*args: object, **kwargs: object) -> str:
@@ -477,8 +478,9 @@ def on_other_sizes(name: str, inputs: str, hint: str) -> Iterator[None]:
     except CheckFailed as exc:
         if exc.raised is not None:
             raised = exc.raised
-            raise CheckFailed(f"{raised.says(inputs)}, though it worked on the exercise's inputs. "
-                              f"{_likely_cause(raised.fn, raised.name)} Hint: {hint}", exc.where, raised) from None
+            though = ", though it worked on the exercise's inputs"
+            raise CheckFailed(f"{raised.says(inputs, though)}. "
+                              f"{_likely_cause(raised.fn, raised.name)} Hint: {hint}", exc.where, raised) from raised.error
         what, _, own = str(exc).partition(" Hint: ")
         raise CheckFailed(f"{what} It was right on the exercise's inputs. "
                           f"Hint: {hint if not own or own in _GENERIC_HINTS else own}") from None
