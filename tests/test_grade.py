@@ -3,6 +3,7 @@
 The hostile folder (kernels in sandboxes) is in tests/test_grade_hostile.py.
 """
 
+import json
 import pickle
 import subprocess
 import sys
@@ -315,3 +316,52 @@ def test_right_answers_pass_the_real_checks_in_process(capsys):
         exec(WRONG[label], ns)
         with pytest.raises(CheckFailed):
             exec(CHECKS[label], {**ns, "check": check})
+
+
+def _kernel_that_cannot_start(work, cwd, private, hide=()):
+    """A kernelspec whose kernel fails as bwrap does when the interpreter's path is hidden from the sandbox."""
+    spec = private / "kernels" / sandbox.KERNEL_NAME
+    spec.mkdir(parents=True)
+    fail = ("import sys; print('bwrap: execvp /tmp/checkout/.venv/bin/python: No such file or directory', "
+            "file=sys.stderr); sys.exit(1)")
+    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-c", fail], "display_name": "broken",
+                                                  "language": "python"}))
+    return spec.parent
+
+
+def test_a_kernel_that_never_starts_is_told_apart_from_one_that_died(book, tmp_path, monkeypatch, capsys):
+    from grading import execute as execute_module
+    from grading.notebook import grade_notebook
+
+    monkeypatch.setattr(execute_module, "write_kernelspec", _kernel_that_cannot_start)
+    rows = grade_notebook(write(chapter(), tmp_path / "alice.ipynb"), "alice", book, timeout=30, notebook_timeout=60)
+    whole = [r for r in rows if r.exercise == "(notebook)"]
+    assert len(whole) == 1 and whole[0].result == "error" and "the kernel never started" in whole[0].detail
+    assert "bwrap: execvp /tmp/checkout/.venv/bin/python: No such file or directory" in whole[0].detail
+    for row in rows[1:]:
+        assert (row.result, row.detail) == ("error", "not run: the kernel never started (see the (notebook) row)")
+        assert "died" not in row.detail
+    err = capsys.readouterr().err
+    assert "the kernel for alice never started" in err and "    bwrap: execvp /tmp/checkout" in err
+    assert "Exception ignored in atexit" not in err
+
+
+def test_the_sandbox_starts_a_kernel_from_an_environment_reached_by_a_symlink_under_tmp(tmp_path):
+    """A checkout under /tmp whose .venv is a symlink: the kernel is started by the symlink's path, which the
+    sandbox's private /tmp would hide; the sandbox brings the environment back at that path."""
+    if not sandbox.BWRAP:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="checkout-", dir="/tmp") as checkout:
+        venv = Path(checkout) / ".venv"
+        venv.symlink_to(Path(sys.prefix).resolve())
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; import nbformat\n"
+                  "from grading.execute import execute\nfrom grading.sandbox import make_workdir\n"
+                  "base = Path(sys.argv[2]); (base / 'work').mkdir(); (base / 'private').mkdir()\n"
+                  "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print(6 * 7)')])\n"
+                  "print(execute(nb, base / 'work', make_workdir(base / 'work'), base / 'private', 30, 60))\n"
+                  "print(nb.cells[0].outputs[0].text if nb.cells[0].outputs else 'no output')")
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", script, str(ROOT / "scripts"), str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["None", "42"], done.stdout + done.stderr

@@ -47,6 +47,8 @@ def _not_run(stopped: Stopped | None, origin: dict[int, int]) -> tuple[str, str]
     if stopped is None:
         return "error", "the check cell did not run"
     cell = f"cell {origin.get(stopped.cell, stopped.cell)}" if stopped.cell is not None else "a cell"
+    if stopped.kind == "never started":
+        return "error", "not run: the kernel never started (see the (notebook) row)"
     if stopped.kind == "timeout":
         why = stopped.detail if stopped.detail.startswith("the notebook") else f"{cell} {stopped.detail}"
         return "timeout", f"not run: the kernel was killed because {why}"
@@ -200,6 +202,13 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
                     shutil.copy(saved, private / "answers" / saved.name)
 
         stopped = execute(nb, work, cwd, private, timeout, notebook_timeout, hide, copy_out)
+        if stopped is not None and stopped.kind == "never started":  # the grader's set-up, not the submission
+            log = " | ".join(stopped.log) or "(the kernel's log is empty)"
+            print(f"error: the kernel for {student} never started ({stopped.detail}); the last lines of its log:\n"
+                  + "\n".join(f"    {line}" for line in stopped.log), file=sys.stderr)
+            rows.insert(0, Row(student, WHOLE, "error", f"the kernel never started, so nothing was graded: a problem "
+                                                        f"of the grader's set-up, not of the submission; the last "
+                                                        f"lines of the kernel's log: {log}"))
         results = {label: _in_kernel(nb, asm.answer_cells[label], asm.check_cells[label], stopped, asm.origin)
                    for label in asm.check_cells}
         for label, i in asm.save_cells.items():  # a save cell that failed: say why in the re-check
