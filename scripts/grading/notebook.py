@@ -18,7 +18,7 @@ from .answers import has_function
 from .assemble import SAVE_TAG, Book, assemble, submission_chapter
 from .execute import Stopped, execute
 from .recheck import MARK
-from .report import OTHER, WHOLE, Row
+from .report import OTHER, WHOLE, Row, prediction_text
 from .sandbox import make_workdir, wrap
 
 RECHECK = Path(__file__).with_name("recheck.py")
@@ -229,7 +229,8 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
             results[label] = (result, "; ".join(filter(None, [detail, "found by its heading: the notebook lost "
                                                                        "its cell metadata"])))
         order = [e.label for e in book.exercises]
-        rows += [Row(student, label, *results[label]) for label in order if label in results]
+        rows += [Row(student, label, *results[label], prediction_text(asm.predictions[label])
+                     if label in asm.predictions else "") for label in order if label in results]
         rows.sort(key=lambda r: (r.exercise != WHOLE, order.index(r.exercise) if r.exercise in order else -1))
         graded = {i for label in asm.check_cells for i in [*asm.answer_cells[label], asm.check_cells[label]]}
         graded |= set(asm.save_cells.values())
