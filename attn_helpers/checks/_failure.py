@@ -35,8 +35,10 @@ class CheckFailed(AssertionError):
         answer): the message, the learner's line that raised if any, and the hint, each on its own lines."""
         what, _, hint = str(self).partition(" Hint: ")
         lines = _wrapped(f"\x1b[1;31m{type(self).__name__}\x1b[0m: {what}")
-        if self.where:
-            lines += _wrapped(f"Your code raised it at {self.where}", indent="    ")
+        if self.where:  # "Cell In[4], line 3: W = X @ X", the code on a line of its own, as it is
+            place, code = m.groups() if (m := re.match(r"(.*?, line \d+): (.*)", self.where)) else (self.where, "")
+            lines += _wrapped(f"Your code raised it at {place}" + (":" if code else ""), indent="    ")
+            lines += [f"        {code}"] if code else []
         if hint:
             lines += _wrapped(f"\x1b[1;32mHint\x1b[0m: {hint}")
         return lines
