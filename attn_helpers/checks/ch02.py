@@ -54,16 +54,19 @@ def _fail_if_not_finite(result: object, what: str, hint: str) -> None:
         raise CheckFailed(f"your softmax of {what} contains NaN or inf. Hint: {hint}")
 
 
+_SHORTCUTS = {  # what a learner's softmax may not call, by the fragments of the operators' names that give it away
+    "PyTorch's softmax (torch.softmax, F.softmax, x.softmax, nn.Softmax or log_softmax), which the exercise rules out":
+        ("softmax", "softmin"),
+    "a log-sum-exp (torch.logsumexp, logcumsumexp or logaddexp), which does the shift by the maximum for you":
+        ("logsumexp", "logcumsumexp", "logaddexp"),  # a log-sum-exp under any of PyTorch's names
+}
+
+
 def _run_by_hand(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int) -> torch.Tensor:
     """``fn(x, dim=dim)``, refused if it reaches for a ready-made softmax."""
-    return run_by_hand(fn, (x.clone(),), {**book_attention(), softmax: "ah.softmax", _stable_softmax: "ah.softmax"},
-                       "stable_softmax", "write it with torch.exp, amax and sum only.", kwargs={"dim": dim},
-                       shortcuts={
-        "PyTorch's softmax (torch.softmax, F.softmax, x.softmax, nn.Softmax or log_softmax), which the exercise "
-        "rules out": ("softmax", "softmin"),
-        "a log-sum-exp (torch.logsumexp, logcumsumexp or logaddexp), which does the shift by the maximum for "
-        "you": ("logsumexp", "logcumsumexp", "logaddexp"),  # a log-sum-exp under any of PyTorch's names
-    })
+    forbidden = {**book_attention(), softmax: "ah.softmax", _stable_softmax: "ah.softmax"}
+    return run_by_hand(fn, (x.clone(),), forbidden, "stable_softmax", "write it with torch.exp, amax and sum only.",
+                       kwargs={"dim": dim}, shortcuts=_SHORTCUTS)
 
 
 def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
