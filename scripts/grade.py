@@ -1,6 +1,6 @@
 """Grade a folder of submitted notebooks against the book's chapter, each in its own sandbox.
 
-    python scripts/grade.py path/to/submissions [--chapter 01 | --chapter-path chapters/01_….ipynb]
+    python scripts/grade.py path/to/submissions [--chapter 01 (or 1, ch01) | --chapter-path chapters/01_….ipynb]
                             [--timeout 60] [--notebook-timeout 300] [--csv grades.csv] [--jobs 1]
     (what `make grade SUBMISSIONS=… [CHAPTER=01] [TIMEOUT=…] [NOTEBOOK_TIMEOUT=…] [GRADES=…]` runs)
 
@@ -22,8 +22,10 @@ Each submission is graded as nbgrader's autograde does, from the instructor's co
 
 Results: passed, failed (the detail is the check's hint), error (an exception, or the check did not
 run), timeout, missing, unverified (the check passed in the kernel but its answers could not be
-re-checked: look at it yourself). instructors.md says which attacks each layer stops and which it cannot.
-The table goes to stdout and the same rows to a CSV file (default: <folder>/grades.csv).
+re-checked: look at it yourself). A kernel that never started is reported once, with its log's last lines.
+instructors.md says which attacks each layer stops and which it cannot. The table goes to stdout and the
+same rows to a CSV file (default: <folder>/grades.csv), whose last column holds the written prediction of
+each "predict, then run" exercise, for a person to grade.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("submissions", type=Path, help="folder with the submitted notebooks")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--chapter", help="the assigned chapter's number, e.g. 01 (default: from the labels)")
+    which.add_argument("--chapter", help="the assigned chapter: 01, 1 or ch01 (default: from the labels)")
     which.add_argument("--chapter-path", type=Path, help="the instructor's notebook to grade against")
     parser.add_argument("--csv", type=Path, help="where to write the CSV (default: <submissions>/grades.csv)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds a single cell may run (default: 60)")

@@ -38,11 +38,27 @@ GATE_BLOCK = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?:start|end)\}.*?^(
                         re.MULTILINE | re.DOTALL)
 CONFIG = '''\
 # nbgrader's settings for this course folder, written by scripts/make_nbgrader.py (edit freely: it is kept).
+import os
+import warnings
+
+from jupyter_core.paths import jupyter_runtime_dir
+from sqlalchemy.exc import SAWarning
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "self-attention-from-scratch"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120          # seconds a cell may run when autograding; the chapters' cells take a few
+
+# nbgrader 0.9 with SQLAlchemy 2 warns "Object of type <SubmittedAssignment> not in session" on every
+# submission, and stores the grades all the same.
+warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
+# ipykernel 7 warns "Kernel is running over TCP without encryption" when its sockets are TCP ports on
+# localhost: as files in Jupyter's runtime folder (IPC, on Linux and macOS), they do not use the network.
+if os.name == "posix":
+    os.makedirs(jupyter_runtime_dir(), exist_ok=True)
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = os.path.join(jupyter_runtime_dir(), f"nbgrader-{os.getpid()}")
 '''
 
 

@@ -3,6 +3,8 @@
 The hostile folder (kernels in sandboxes) is in tests/test_grade_hostile.py.
 """
 
+import copy
+import json
 import pickle
 import subprocess
 import sys
@@ -315,3 +317,123 @@ def test_right_answers_pass_the_real_checks_in_process(capsys):
         exec(WRONG[label], ns)
         with pytest.raises(CheckFailed):
             exec(CHECKS[label], {**ns, "check": check})
+
+
+def _kernel_that_cannot_start(work, cwd, private, hide=()):
+    """A kernelspec whose kernel fails as bwrap does when the interpreter's path is hidden from the sandbox."""
+    spec = private / "kernels" / sandbox.KERNEL_NAME
+    spec.mkdir(parents=True)
+    fail = ("import sys; print('bwrap: execvp /tmp/checkout/.venv/bin/python: No such file or directory', "
+            "file=sys.stderr); sys.exit(1)")
+    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-c", fail], "display_name": "broken",
+                                                  "language": "python"}))
+    return spec.parent
+
+
+def test_a_kernel_that_never_starts_is_told_apart_from_one_that_died(book, tmp_path, monkeypatch, capsys):
+    from grading import execute as execute_module
+    from grading.notebook import grade_notebook
+
+    monkeypatch.setattr(execute_module, "write_kernelspec", _kernel_that_cannot_start)
+    rows = grade_notebook(write(with_prediction(student_edition(), "I expect 0.98 and 0.02."), tmp_path / "alice.ipynb"),
+                          "alice", book, timeout=30, notebook_timeout=60)
+    # (the written prediction is in its row whatever the kernel did: it is read from the submission)
+    assert [r.prediction for r in rows[1:]] == ["I expect 0.98 and 0.02.", "", ""]
+    whole = [r for r in rows if r.exercise == "(notebook)"]
+    assert len(whole) == 1 and whole[0].result == "error" and "the kernel never started" in whole[0].detail
+    assert "bwrap: execvp /tmp/checkout/.venv/bin/python: No such file or directory" in whole[0].detail
+    for row in rows[1:]:
+        assert (row.result, row.detail) == ("error", "not run: the kernel never started (see the (notebook) row)")
+        assert "died" not in row.detail
+    err = capsys.readouterr().err
+    assert "the kernel for alice never started" in err and "    bwrap: execvp /tmp/checkout" in err
+    assert "Exception ignored in atexit" not in err
+
+
+def test_the_sandbox_starts_a_kernel_from_an_environment_reached_by_a_symlink_under_tmp(tmp_path):
+    """A checkout under /tmp whose .venv is a symlink: the kernel is started by the symlink's path, which the
+    sandbox's private /tmp would hide; the sandbox brings the environment back at that path."""
+    if not sandbox.BWRAP:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="checkout-", dir="/tmp") as checkout:
+        venv = Path(checkout) / ".venv"
+        venv.symlink_to(Path(sys.prefix).resolve())
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; import nbformat\n"
+                  "from grading.execute import execute\nfrom grading.sandbox import make_workdir\n"
+                  "base = Path(sys.argv[2]); (base / 'work').mkdir(); (base / 'private').mkdir()\n"
+                  "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print(6 * 7)')])\n"
+                  "print(execute(nb, base / 'work', make_workdir(base / 'work'), base / 'private', 30, 60))\n"
+                  "print(nb.cells[0].outputs[0].text if nb.cells[0].outputs else 'no output')")
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", script, str(ROOT / "scripts"), str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["None", "42"], done.stdout + done.stderr
+
+
+def with_prediction(nb, text: str, tagged: bool = True):
+    """``nb`` (a student edition) with the prediction cell after its first exercise's heading, holding ``text``."""
+    nb = copy.deepcopy(nb)
+    heading = next(i for i, c in enumerate(nb.cells) if c.source.startswith("### Exercise 1.1"))
+    nb.cells.insert(heading + 1, md(text))
+    if tagged:
+        nb.cells[heading + 1].metadata["tags"] = ["exercise-prediction"]
+    return nb
+
+
+def test_the_written_prediction_is_read_from_the_submission(book, tmp_path):
+    from grading.report import NO_CELL, NOT_WRITTEN, prediction_text
+
+    assert book.exercises[0].predict and not any(e.predict for e in book.exercises[1:])
+    written = with_prediction(student_edition(), "The scores double to 8 and 4:\n\nabout 0.98 and 0.02.")
+    asm = assemble(written, book, tmp_path)
+    assert asm.predictions == {"ex-ch01-predict": "The scores double to 8 and 4:\n\nabout 0.98 and 0.02."}
+    assert assemble(without_metadata(written), book, tmp_path).predictions == asm.predictions  # found by its place
+    for untouched in ("", "YOUR ANSWER HERE"):  # as make student and nbgrader hand it out
+        asm = assemble(with_prediction(student_edition(), untouched), book, tmp_path)
+        assert prediction_text(asm.predictions["ex-ch01-predict"]) == NOT_WRITTEN
+    asm = assemble(chapter(), book, tmp_path)  # the book's own form has no prediction cell
+    assert asm.predictions == {"ex-ch01-predict": None} and prediction_text(None) == NO_CELL
+
+
+def test_predictions_go_to_the_csv_and_the_table_says_where(tmp_path):
+    import csv
+
+    from grading.report import write_csv
+
+    rows = [Row("a", "ex-ch01-predict", "passed", "", "about 0.98,\nthen 0.02"), Row("a", "ex-ch01-function", "failed", "x"),
+            Row("b", "ex-ch01-predict", "failed", "y", "(not written)")]
+    write_csv(rows, tmp_path / "g.csv")
+    with open(tmp_path / "g.csv", newline="", encoding="utf-8") as f:
+        got = list(csv.DictReader(f))
+    assert [r["prediction"] for r in got] == ["about 0.98,\nthen 0.02", "", "(not written)"]
+    assert "1 written prediction to read and grade by hand: the 'prediction' column of the CSV" in format_table(rows)
+    assert "prediction" not in format_table(rows[1:2])
+
+
+@pytest.mark.parametrize("given", ["1", "01", "ch01", "CH1", "chapter 1", " ch01 "])
+def test_a_chapter_may_be_named_as_nbgrader_names_it(given):
+    from grading.assemble import chapter_number
+
+    assert chapter_number(given) == "01"
+
+
+@pytest.mark.parametrize("given", ["", "ch", "first", "01a", "1.5", "ch-01-x"])
+def test_a_chapter_that_is_not_one_is_said_so(given):
+    from grading.assemble import chapter_number
+
+    with pytest.raises(BookError, match="is not a chapter: give its number, 1 or 01, or nbgrader's name for it, ch01"):
+        chapter_number(given)
+
+
+def test_grade_takes_chapter_ch01_and_refuses_a_name_without_a_traceback(tmp_path, capsys):
+    import grade
+
+    (tmp_path / "eve.py").write_text("w = None\n")  # a folder with no notebook: no kernel runs
+    assert grade.main([str(tmp_path), "--chapter", "ch01", "--csv", str(tmp_path / "g.csv")]) == 0
+    assert "not a notebook (.py)" in capsys.readouterr().out
+    assert grade.main([str(tmp_path), "--chapter", "first", "--csv", str(tmp_path / "g.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: CHAPTER='first' is not a chapter") and "Traceback" not in err
+    assert grade.main([str(tmp_path), "--chapter", "ch42", "--csv", str(tmp_path / "g.csv")]) == 2
+    assert "expected one notebook 42_*.ipynb" in capsys.readouterr().err

@@ -60,11 +60,15 @@ def test_top_level_is_the_core_and_dir_adds_the_modules():
 
 
 def defined_names(path: str) -> set[str]:
-    """The names a module's source defines at top level (functions, classes, constants)."""
+    """The names a module's source defines at top level (functions, classes, constants), and, for a package's
+    ``__init__``, those it re-exports from its private modules (``from ._watch import Watch``)."""
     names = set()
     for node in ast.parse(open(path, encoding="utf-8").read()).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and (node.module or "").startswith("_") \
+                and Path(path).name == "__init__.py":
+            names |= {alias.asname or alias.name for alias in node.names}
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:  # a name, or a tuple of names (T_Q, T_K = 3, 7)

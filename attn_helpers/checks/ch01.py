@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, _close, book_attention, check_tensor, on_cpu, torch_attention
+from . import CheckFailed, _close, book_attention, check_tensor, on_cpu, run_by_hand, torch_attention
 
 __all__ = [
     "TOY_Q",
@@ -45,21 +45,9 @@ def _exercise_sequence() -> torch.Tensor:
 def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Exercise ex-ch01-function: ``fn(X) -> (Y, W)`` with raw dot-product weights, without ``ah.attention``."""
     X = _exercise_sequence()
-    with Watch({**book_attention(), **torch_attention()}) as watch:
-        result = fn(X.clone())
-    if watch.called:
-        raise CheckFailed(
-            f"self_attention calls {', '.join(sorted(watch.called))} (directly or through another helper), which "
-            "computes attention for you and which the exercise asks you not to use. Hint: build the scores, the "
-            "softmax and the weighted sum yourself with torch."
-        )
-    if watch.used_fused_attention():
-        raise CheckFailed(
-            "self_attention calls F.scaled_dot_product_attention, which computes the attention for you. "
-            "Hint: build the scores, the softmax and the weighted sum yourself with torch."
-        )
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise CheckFailed("self_attention should return a pair (Y, W): the outputs and the weights.")
+    result = run_by_hand(fn, (X.clone(),), {**book_attention(), **torch_attention()}, "self_attention",
+                         "build the scores, the softmax and the weighted sum yourself with torch.", "ah.attention",
+                         pair=("Y", "W"))
     Y, W = result
     scores = X @ X.T  # (t, t)
     expected_W = torch.softmax(scores, dim=-1)

@@ -10,7 +10,7 @@ import torch
 
 from ..explore import ODYSSEY_SENTENCE, ORDER_SENTENCE
 from ..glove import GloVe, OutOfVocabularyError, cosine_similarity, tokenize
-from . import CheckFailed, check_tensor
+from . import CheckFailed, call, check_tensor
 
 __all__ = ["CAT_SENTENCE", "PUNCTUATED_SENTENCE", "cat_street_weights", "doubled_ship_row", "contextual_function"]
 
@@ -58,6 +58,13 @@ def doubled_ship_row(w: torch.Tensor) -> None:
     })
 
 
+def _tokenize_hint(error: BaseException) -> str | None:
+    """The hint for an error of a word kept with its punctuation ('well,'), or not found in the tokens."""
+    if isinstance(error, (OutOfVocabularyError, ValueError)):
+        return "split the sentence with ah.tokenize, as glove.embed does."
+    return None
+
+
 def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
     """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first occurrence."""
     glove = _glove()
@@ -68,13 +75,7 @@ def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
         i = tokenize(sentence).index(word)
         X = glove.embed(sentence)  # (t, 50)
         W = _weights(X)
-        try:
-            answer = fn(sentence, word)
-        except Exception as error:
-            hint = (" Hint: split the sentence with ah.tokenize, as glove.embed does." if isinstance(
-                error, (OutOfVocabularyError, ValueError)) else "")  # a word with its punctuation, or not found
-            raise CheckFailed(f"contextual_vector({sentence!r}, {word!r}) raised {type(error).__name__}: "
-                              f"{error}.{hint}") from error
+        answer = call(fn, sentence, word, name="contextual_vector", hint=_tokenize_hint)
         if isinstance(answer, torch.Tensor) and answer.shape == W.shape:
             raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector W[i] @ X.")
         mistakes = {

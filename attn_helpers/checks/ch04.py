@@ -11,7 +11,7 @@ from torch import nn
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, Watch, book_attention, check_tensor, on_other_sizes, run_by_hand, torch_attention
+from . import CheckFailed, Watch, book_attention, call, check_tensor, on_other_sizes, run_by_hand, torch_attention
 
 __all__ = [
     "exercise_sequence",
@@ -188,7 +188,7 @@ def recall_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], head
         raw = head.W_q.weight.T @ head.W_k.weight  # (d, d)
     B = raw / math.sqrt(head.d_k)
     with Watch({SelfAttentionHead.forward: "the head's forward", **book_attention()}) as watch:
-        answer = fn(B.clone(), x.clone())
+        answer = call(fn, B.clone(), x.clone(), name="question_scores", given="recall_map and x_new")
     if watch.called:
         raise CheckFailed(f"question_scores calls {', '.join(sorted(watch.called))}: the exercise asks for the "
                           "scores from B and x alone. Hint: the question's row of scores is x_q B xᵀ.")
@@ -207,10 +207,12 @@ def recall_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], head
     # Another map and sequence: the scores must come from the B and x the function is given.
     gen = torch.Generator().manual_seed(407)
     B_other, x_other = torch.randn(19, 19, generator=gen), torch.randn(6, 19, generator=gen)
-    check_tensor(fn(B_other.clone(), x_other.clone()), x_other[-1] @ B_other @ x_other.T,
-                 "question_scores on another map and sequence", {
-        "these are recall_head's scores, not those of the B the function is given: use its B argument, not "
-        "recall_map or the head's layers.": x_other[-1] @ B @ x_other.T,
-        "these are the scores of x_new, not of the x the function is given: use its x argument.":
-            x[-1] @ B_other @ x.T,
-    })
+    with on_other_sizes("question_scores", "another map B (19, 19) and a sequence x of 6 tokens (6, 19)",
+                        "take every index and size from B and x: the question is the last token, x[-1]."):
+        answer = call(fn, B_other.clone(), x_other.clone(), name="question_scores")
+        check_tensor(answer, x_other[-1] @ B_other @ x_other.T, "question_scores on another map and sequence", {
+            "these are recall_head's scores, not those of the B the function is given: use its B argument, not "
+            "recall_map or the head's layers.": x_other[-1] @ B @ x_other.T,
+            "these are the scores of x_new, not of the x the function is given: use its x argument.":
+                x[-1] @ B_other @ x.T,
+        })

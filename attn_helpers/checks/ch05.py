@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
-from . import CheckFailed, book_attention, check_tensor, check_value, on_other_sizes, run_by_hand, torch_attention
+from . import CheckFailed, book_attention, call, check_tensor, check_value, on_other_sizes, run_by_hand, torch_attention
 
 __all__ = [
     "transpose_strides",
@@ -81,12 +81,20 @@ def _split_input() -> torch.Tensor:
     return torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(501))  # (b, t, h·d_k), h = 3
 
 
+def _view_hint(error: BaseException) -> str | None:
+    """The hint for view's refusal to merge dimensions that transpose left out of reading order."""
+    if isinstance(error, RuntimeError) and "view" in str(error):
+        return ("after transpose(1, 2) the memory is no longer in reading order, so view cannot merge the last two "
+                "dimensions: use .contiguous().view(...) or .reshape(...).")
+    return None
+
+
 def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
     """Exercise ex-ch05-split: split_heads(x, h) (b, t, h·d_k) -> (b, h, t, d_k); merge_heads the inverse."""
     x, h = _split_input(), 3
     b, t, hk = x.shape
     expected = x.view(b, t, h, hk // h).transpose(1, 2)  # (b, h, t, d_k)
-    split = split_heads(x.clone(), h)
+    split = call(split_heads, x.clone(), h, name="split_heads", given="x of shape (2, 5, 12) with h = 3")
     check_tensor(split, expected, "split_heads(x, 3)", {
         "you viewed (b, t, h·d_k) straight as (b, h, t, d_k): view to (b, t, h, d_k) first, then transpose(1, 2).":
             x.reshape(b, h, t, hk // h),
@@ -96,22 +104,15 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
             x.view(b, t, h, hk // h),
     })
     other = 4  # the same features split into another number of heads: h must come from the argument
-    check_tensor(split_heads(x.clone(), other), x.view(b, t, other, hk // other).transpose(1, 2),
-                 f"split_heads(x, {other})", {
-        f"the result does not depend on h: with h={other} each head gets {hk // other} features.": expected,
-    })
+    with on_other_sizes("split_heads", f"the same x with h = {other}", "take d_k from x and h: x.shape[-1] // h."):
+        check_tensor(call(split_heads, x.clone(), other, name="split_heads"),
+                     x.view(b, t, other, hk // other).transpose(1, 2), f"split_heads(x, {other})", {
+            f"the result does not depend on h: with h={other} each head gets {hk // other} features.": expected,
+        })
     # what attention returns, and so what merge_heads gets in a model: a contiguous (b, h, t, d_k) tensor
     heads = expected.contiguous()
-    try:
-        merged = merge_heads(heads.clone())
-    except RuntimeError as error:
-        if "view" not in str(error):
-            raise
-        raise CheckFailed(
-            f"merge_heads raised RuntimeError ({error}) on a contiguous (b, h, t, d_k) tensor, which is what "
-            "attention returns. Hint: after transpose(1, 2) the memory is no longer in reading order, so view "
-            "cannot merge the last two dimensions: use .contiguous().view(...) or .reshape(...)."
-        ) from None
+    merged = call(merge_heads, heads.clone(), name="merge_heads",
+                  given="a contiguous (b, h, t, d_k) tensor, which is what attention returns", hint=_view_hint)
     check_tensor(merged, x, "merge_heads(split)", {
         "you reshaped (b, h, t, d_k) straight to (b, t, h·d_k): transpose(1, 2) first, so the heads of one "
         "token sit next to each other.": expected.reshape(b, t, hk),
@@ -122,8 +123,10 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
     split2 = x2.view(3, 4, 5, 2).transpose(1, 2)  # (b, h, t, d_k)
     with on_other_sizes("split_heads or merge_heads", "a (3, 4, 10) tensor with h = 5",
                         "take b, t and h·d_k from the tensor's shape, and d_k = h·d_k // h."):
-        check_tensor(split_heads(x2.clone(), 5), split2, "split_heads on a (3, 4, 10) tensor with h = 5")
-        check_tensor(merge_heads(split2.contiguous()), x2, "merge_heads on its (3, 5, 4, 2) split")
+        check_tensor(call(split_heads, x2.clone(), 5, name="split_heads"), split2,
+                     "split_heads on a (3, 4, 10) tensor with h = 5")
+        check_tensor(call(merge_heads, split2.contiguous(), name="merge_heads"), x2,
+                     "merge_heads on its (3, 5, 4, 2) split")
 
 
 def _seeded_mha(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
@@ -243,7 +246,7 @@ def look_back_distance(look_back: Callable) -> None:
     per_query = (w * distance).sum(-1)  # (b, h, t)
     expected = per_query[:, :, 2:].mean(dim=(0, 2))  # (h,)
     nearest = (i - w.argmax(-1).float())[:, :, 2:].mean(dim=(0, 2))  # distance to the top key only
-    answer = look_back(w.clone())
+    answer = call(look_back, w.clone(), name="look_back")
     check_tensor(answer, expected, "look_back(weights)", {
         "the distances come out negative: measure query position minus key position, i - j, not j - i.":
             -expected,
@@ -261,4 +264,5 @@ def look_back_distance(look_back: Callable) -> None:
     i2 = torch.arange(9, dtype=torch.float32)
     expected2 = (w2 * (i2[:, None] - i2[None, :])).sum(-1)[:, :, 2:].mean(dim=(0, 2))  # (3,)
     with on_other_sizes("look_back", "weights of shape (2, 3, 9, 9)", "take t from weights.shape[-1]."):
-        check_tensor(look_back(w2.clone()), expected2, "look_back on weights of shape (2, 3, 9, 9)")
+        check_tensor(call(look_back, w2.clone(), name="look_back"), expected2,
+                     "look_back on weights of shape (2, 3, 9, 9)")

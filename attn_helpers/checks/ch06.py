@@ -12,7 +12,7 @@ from torch import nn
 
 from ..attention import attention
 from ..cost import TensorMemoryTracker
-from . import CheckFailed, Watch, book_attention, check_tensor
+from . import CheckFailed, Watch, book_attention, call, check_tensor, on_other_sizes
 
 __all__ = [
     "EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape",
@@ -191,7 +191,7 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
     (t_q, d_k), t_k = q.shape, k.shape[0]
     args = q.clone(), k.clone(), v.clone()
     with torch.no_grad(), Watch(book_attention()) as watch:
-        answer = fn(*args, block)
+        answer = call(fn, *args, block, name="blockwise_attention")
     if isinstance(answer, tuple):
         raise CheckFailed("blockwise_attention should return only the output tensor (t_q, d_v), not a tuple.")
     if watch.called or watch.used_fused_attention():
@@ -247,8 +247,10 @@ def _peak_bytes(fn: Callable[..., torch.Tensor], t_k: int) -> int:
     """Most bytes of new tensors alive at once while ``fn`` runs 64 queries on ``t_k`` keys in blocks of 4."""
     gen = torch.Generator().manual_seed(610)
     q, k, v = (torch.randn(t, _PEAK_D, generator=gen) for t in (_PEAK_QUERIES, t_k, t_k))
-    with torch.no_grad(), TensorMemoryTracker() as tracker:
-        answer = fn(q, k, v, 4)
+    with on_other_sizes("blockwise_attention", f"{_PEAK_QUERIES} queries and {t_k} keys of {_PEAK_D} features, "
+                        "block 4", "take every size from q, k and v, not from numbers."), \
+            torch.no_grad(), TensorMemoryTracker() as tracker:
+        answer = call(fn, q, k, v, 4, name="blockwise_attention")
     del answer
     return tracker.peak
 

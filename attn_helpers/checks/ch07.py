@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, check_tensor, check_value, reached_functions, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, check_value, reached_functions, tensors_from_outside
 
 __all__ = [
     "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
@@ -111,12 +111,12 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
         watch = Watch(_forbidden_masks())
         try:
             with watch:
-                answer = fn(t_q, t_k)
-        except Exception as error:
-            if "CausalBias" in str(error):  # PyTorch's CausalBias tensor cannot be built while the watch runs
+                answer = call(fn, t_q, t_k, name="decoding_mask", given=f"t_q = {t_q}, t_k = {t_k}")
+        except CheckFailed as failed:
+            if "CausalBias" in str(failed.__cause__):  # PyTorch's CausalBias tensor cannot be built while watched
                 watch.called.add("torch.nn.attention.bias.CausalBias")
             if not watch.called:
-                raise CheckFailed(f"decoding_mask({t_q}, {t_k}) raised {type(error).__name__}: {error}") from error
+                raise
         if watch.called:
             raise CheckFailed(
                 f"decoding_mask({t_q}, {t_k}) calls {', '.join(sorted(watch.called))}, which builds this mask for you "

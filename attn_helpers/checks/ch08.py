@@ -12,7 +12,7 @@ from .. import circuits, depth, position
 from ..attention import attention
 from ..explore import ODYSSEY_SENTENCE
 from ..glove import GloVe
-from . import CheckFailed, Watch, check_tensor, check_value, on_other_sizes
+from . import CheckFailed, Watch, call, check_tensor, check_value, on_other_sizes
 
 __all__ = [
     "exercise_sequence",
@@ -88,7 +88,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     positions = torch.tensor([4, 7, 11, 2, 16])  # not from 0: RoPE rotates by the positions as given
     message = "the exercise asks you to write RoPE yourself; do not call ah.position.rope or position.rope."
     with Watch([position.rope]) as watch:  # however the learner reached it: ah.position.rope, or an imported name
-        answer = fn(x.clone(), positions.clone())
+        answer = call(fn, x.clone(), positions.clone(), name="rope")
     if watch.called:
         raise CheckFailed(message)
     expected = position.rope(x, positions)
@@ -119,7 +119,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     positions2 = torch.tensor([9, 3, 5, 0])
     other_sizes = ("rope", "x of shape (3, 4, 6)", "take d from x.shape[-1] and t from the positions.")
     with on_other_sizes(*other_sizes), Watch([position.rope]) as watch:
-        answer2 = fn(x2.clone(), positions2.clone())
+        answer2 = call(fn, x2.clone(), positions2.clone(), name="rope")
     if watch.called:
         raise CheckFailed(message)
     with on_other_sizes(*other_sizes):
@@ -155,7 +155,7 @@ def qk_circuit_function(fn: Callable[[circuits.AttentionOnly], torch.Tensor], mo
     message = "the exercise asks you to compute the circuit yourself; do not call circuits.qk_circuit."
     for name, m in (("the chapter's model", model), ("a freshly initialised model", fresh)):
         with Watch([circuits.qk_circuit]) as watch, torch.no_grad():
-            answer = fn(copy.deepcopy(m))  # a copy: what fn does to it cannot change the model or the check
+            answer = call(fn, copy.deepcopy(m), name="qk_circuit", given=name)  # a copy: fn cannot change the model
         if watch.called:
             raise CheckFailed(message)
         if isinstance(answer, torch.Tensor) and answer.shape == (m.vocab_size, m.vocab_size):

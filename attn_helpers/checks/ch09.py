@@ -12,7 +12,7 @@ from .._torch_private import dispatch_mode_base, tensors_in, written_tensors
 from ..attention import attention
 from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
-from . import CheckFailed, Watch, check_tensor, check_value, on_cpu, on_other_sizes, torch_attention
+from . import CheckFailed, Watch, call, check_tensor, check_value, on_cpu, on_other_sizes, torch_attention
 
 __all__ = [
     "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
@@ -79,7 +79,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     full, (a, b) = _shards()
     expected = merge_partials([a, b])
     with Watch([merge_partials]) as watch:
-        answer = fn(tuple(x.clone() for x in a), tuple(x.clone() for x in b))
+        answer = call(fn, tuple(x.clone() for x in a), tuple(x.clone() for x in b), name="merge_two",
+                      given="two (m, l, o) triples of 4 queries")
     if watch.called:
         raise CheckFailed("merge_two calls ah.merge.merge_partials; the exercise asks you to write the merge "
                           "yourself, from the equation (rescale both shards to the larger maximum, then add).")
@@ -231,7 +232,7 @@ def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, 
     k_in, v_in = k.clone(), v.clone()
     with torch.no_grad(), _CopyCounter(k_in, v_in) as copies, \
             Watch({grouped_query_attention: "ah.inference.grouped_query_attention", **torch_attention()}) as watch:
-        answer = fn(q.clone(), k_in, v_in)
+        answer = call(fn, q.clone(), k_in, v_in, name="gqa_decode")
     if watch.called or watch.used_fused_attention():
         called = ", ".join(sorted(watch.called)) or "scaled_dot_product_attention"
         raise CheckFailed(f"gqa_decode calls {called}; the exercise asks you to write it yourself.")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import CHECK_TAG, EXERCISE_META, Exercise, exercise_meta, is_solution
+from exercise_cells import CHECK_TAG, EXERCISE_META, EXERCISE_RE, GATE_RE, Exercise, exercise_meta, is_solution
 from exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
@@ -53,6 +53,7 @@ class BookExercise:
     label: str
     check_source: str   # the book's check cell
     names: list[str]    # the variables it reads (the answers)
+    predict: bool = False  # a "predict, then run" exercise: its written prediction goes to the grades for a person
 
 
 @dataclass
@@ -117,18 +118,33 @@ def read_book(path: Path) -> Book:
         if ex.label is None or ex.check_cell is None:
             raise BookError(f"{path.name}: the exercise at cell {ex.cell} has no label or no check cell")
         source = nb.cells[ex.check_cell].source
-        exercises.append(BookExercise(ex.label, source, _read_names(source)))
+        exercises.append(BookExercise(ex.label, source, _read_names(source), ex.predict))
     if not exercises:
         raise BookError(f"{path.name} has no exercises")
     chapters = {label_chapter(e.label) for e in exercises}
     return Book(path, chapters.pop() if len(chapters) == 1 else None, exercises, _check_import(nb))
 
 
+CHAPTER_RE = re.compile(r"^\s*(?:ch(?:apter)?[ _-]?)?0*(?P<number>\d{1,3})\s*$", re.IGNORECASE)
+
+
+def chapter_number(chapter: str) -> str:
+    """'01' for '1', '01' or 'ch01' (the name of nbgrader's assignment); BookError for anything else."""
+    m = CHAPTER_RE.match(chapter)
+    if not m:
+        raise BookError(f"CHAPTER={chapter!r} is not a chapter: give its number, 1 or 01, or nbgrader's name for "
+                        f"it, ch01")
+    return f"{int(m.group('number')):02d}"
+
+
 def find_chapter(chapters_dir: Path, chapter: str) -> Path:
-    """``chapters/NN_*.ipynb`` for chapter ``NN`` (1 or 01)."""
-    found = sorted(chapters_dir.glob(f"{int(chapter):02d}_*.ipynb"))
+    """``chapters/NN_*.ipynb`` for chapter ``NN`` (1, 01 or ch01)."""
+    number = chapter_number(chapter)
+    found = sorted(chapters_dir.glob(f"{number}_*.ipynb"))
     if len(found) != 1:
-        raise BookError(f"expected one notebook {int(chapter):02d}_*.ipynb in {chapters_dir}, found {len(found)}")
+        have = ", ".join(sorted(p.name[:2] for p in chapters_dir.glob("[0-9][0-9]_*.ipynb")))
+        raise BookError(f"expected one notebook {number}_*.ipynb in {chapters_dir}, found {len(found)}"
+                        + (f" (the chapters are {have})" if have else ""))
     return found[0]
 
 
@@ -191,6 +207,18 @@ def _check_cell(nb: nbformat.NotebookNode, ex: Exercise, end: int, book_check: s
                  and functions & set(CHECK_FUNCTION_RE.findall(nb.cells[i].source))), None)
 
 
+def _prediction(nb: nbformat.NotebookNode, ex: Exercise) -> str | None:
+    """The text of a student edition's prediction cell for ``ex`` (tagged, or, metadata lost, the markdown cell
+    right after its heading), stripped; None if the submission has no such cell (the book's own form)."""
+    i = ex.prediction_cell
+    if i is None and ex.cell + 1 < len(nb.cells):
+        after = nb.cells[ex.cell + 1]
+        if after.cell_type == "markdown" and not _heading(after) and not EXERCISE_RE.search(after.source) \
+                and not GATE_RE.search(after.source):
+            i = ex.cell + 1
+    return None if i is None else nb.cells[i].source.strip()
+
+
 @dataclass
 class Assembled:
     nb: nbformat.NotebookNode
@@ -200,6 +228,7 @@ class Assembled:
     missing: list[str] = field(default_factory=list)
     other_chapter: str | None = None  # set when the submission's exercises belong to another chapter
     recovered: list[str] = field(default_factory=list)  # exercises found by their headings (metadata lost)
+    predictions: dict[str, str | None] = field(default_factory=dict)  # label -> the written prediction, None: no cell
     origin: dict[int, int] = field(default_factory=dict)         # index here -> index in the submission
 
 
@@ -231,6 +260,7 @@ def assemble(submission: nbformat.NotebookNode, book: Book, answers_dir: Path) -
             after[end - 1] = label
     out = Assembled(nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                                       "language": "python"}}))
+    out.predictions = {label: _prediction(submission, found[label]) for label in mine if wanted[label].predict}
     out.missing = [e.label for e in book.exercises if e.label not in mine]
     out.recovered = [label for label in recovered if label in mine]
     if not mine and others:

@@ -18,7 +18,7 @@ from .answers import has_function
 from .assemble import SAVE_TAG, Book, assemble, submission_chapter
 from .execute import Stopped, execute
 from .recheck import MARK
-from .report import OTHER, WHOLE, Row
+from .report import OTHER, WHOLE, Row, prediction_text
 from .sandbox import make_workdir, wrap
 
 RECHECK = Path(__file__).with_name("recheck.py")
@@ -47,6 +47,8 @@ def _not_run(stopped: Stopped | None, origin: dict[int, int]) -> tuple[str, str]
     if stopped is None:
         return "error", "the check cell did not run"
     cell = f"cell {origin.get(stopped.cell, stopped.cell)}" if stopped.cell is not None else "a cell"
+    if stopped.kind == "never started":
+        return "error", "not run: the kernel never started (see the (notebook) row)"
     if stopped.kind == "timeout":
         why = stopped.detail if stopped.detail.startswith("the notebook") else f"{cell} {stopped.detail}"
         return "timeout", f"not run: the kernel was killed because {why}"
@@ -200,6 +202,13 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
                     shutil.copy(saved, private / "answers" / saved.name)
 
         stopped = execute(nb, work, cwd, private, timeout, notebook_timeout, hide, copy_out)
+        if stopped is not None and stopped.kind == "never started":  # the grader's set-up, not the submission
+            log = " | ".join(stopped.log) or "(the kernel's log is empty)"
+            print(f"error: the kernel for {student} never started ({stopped.detail}); the last lines of its log:\n"
+                  + "\n".join(f"    {line}" for line in stopped.log), file=sys.stderr)
+            rows.insert(0, Row(student, WHOLE, "error", f"the kernel never started, so nothing was graded: a problem "
+                                                        f"of the grader's set-up, not of the submission; the last "
+                                                        f"lines of the kernel's log: {log}"))
         results = {label: _in_kernel(nb, asm.answer_cells[label], asm.check_cells[label], stopped, asm.origin)
                    for label in asm.check_cells}
         for label, i in asm.save_cells.items():  # a save cell that failed: say why in the re-check
@@ -220,7 +229,8 @@ def _grade(sub: nbformat.NotebookNode, student: str, book: Book, timeout: float,
             results[label] = (result, "; ".join(filter(None, [detail, "found by its heading: the notebook lost "
                                                                        "its cell metadata"])))
         order = [e.label for e in book.exercises]
-        rows += [Row(student, label, *results[label]) for label in order if label in results]
+        rows += [Row(student, label, *results[label], prediction_text(asm.predictions[label])
+                     if label in asm.predictions else "") for label in order if label in results]
         rows.sort(key=lambda r: (r.exercise != WHOLE, order.index(r.exercise) if r.exercise in order else -1))
         graded = {i for label in asm.check_cells for i in [*asm.answer_cells[label], asm.check_cells[label]]}
         graded |= set(asm.save_cells.values())

@@ -1,4 +1,5 @@
-"""Rows of the grade table: printed as a plain-text table with a summary per student, and as CSV."""
+"""Rows of the grade table: printed as a plain-text table with a summary per student, and as CSV (with the
+written predictions in a last column)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 COLUMNS = ("student", "exercise", "result", "detail")
+PREDICTION = "prediction"  # the CSV's last column: a "predict, then run" exercise's written prediction, to read
+NOT_WRITTEN = "(not written)"
+NO_CELL = "(no prediction cell: not a student edition)"
+UNTOUCHED = ("", "YOUR ANSWER HERE")  # a prediction cell as handed out (student edition, nbgrader's release)
 RESULTS = ("passed", "failed", "error", "timeout", "missing", "unverified")
 OTHER = "(other cells)"  # the row for errors outside the exercises
 WHOLE = "(notebook)"     # the row for a file that could not be graded as a whole, or a note about it
@@ -18,6 +23,14 @@ class Row:
     exercise: str
     result: str   # one of RESULTS
     detail: str = ""
+    prediction: str = ""  # for a "predict, then run" exercise: the written prediction, or why there is none
+
+
+def prediction_text(written: str | None) -> str:
+    """What the CSV's prediction column says of a prediction cell's text (None: the submission has no such cell)."""
+    if written is None:
+        return NO_CELL
+    return NOT_WRITTEN if written.strip() in UNTOUCHED else written.strip()
 
 
 def format_table(rows: list[Row]) -> str:
@@ -34,11 +47,15 @@ def format_table(rows: list[Row]) -> str:
         mine = [r for r in rows if r.student == student and r.exercise not in (OTHER, WHOLE)]
         counts = ", ".join(f"{n} {k}" for k in RESULTS if (n := sum(r.result == k for r in mine)) or k == "passed")
         lines.append(f"{student}: {counts} (of {len(mine)} exercises)" if mine else f"{student}: not graded")
+    written = sum(r.prediction not in ("", NOT_WRITTEN, NO_CELL) for r in rows)
+    if any(r.prediction for r in rows):
+        lines += ["", f"{written} written prediction{'s' if written != 1 else ''} to read and grade by hand: "
+                      f"the '{PREDICTION}' column of the CSV"]
     return "\n".join(line.rstrip() for line in lines)
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        writer.writerows((r.student, r.exercise, r.result, r.detail) for r in rows)
+        writer.writerow((*COLUMNS, PREDICTION))
+        writer.writerows((r.student, r.exercise, r.result, r.detail, r.prediction) for r in rows)

@@ -22,6 +22,7 @@ private copies and emptied environment; the caller warns loudly.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -86,9 +87,11 @@ def wrap(argv: list[str], work: Path, cwd: Path, private: Path, hide: list[Path]
         return ["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
     hidden = [ROOT / "attn_helpers", ROOT / "data", ROOT / "chapters", private, *hide]
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in dict.fromkeys([Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent]):
-        if Path("/tmp") in path.parents:  # a Python environment under /tmp: bring it back, read-only
-            args += ["--ro-bind", str(path), str(path)]
+    for path in dict.fromkeys([Path(sys.prefix), Path(sys.executable).parent, Path(sys.prefix).resolve(),
+                               Path(sys.executable).resolve().parent]):
+        path = Path(os.path.abspath(path))
+        if Path("/tmp") in path.parents:  # a Python environment under /tmp: bring it back, read-only, at the
+            args += ["--ro-bind", str(path.resolve()), str(path)]  # path the kernel is started by (a symlink too)
     for path in dict.fromkeys(p.resolve() for p in hidden):
         if _hideable(path, work):
             args += ["--tmpfs", str(path)]

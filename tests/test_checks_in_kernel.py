@@ -1,0 +1,72 @@
+"""A failed check in a real Jupyter kernel shows one short message, never the check's code (issue 29).
+
+A small notebook runs in a fresh IPython kernel (nbclient, as JupyterLab, Notebook 7, VS Code and Colab run
+one): a wrong answer, a learner's function that computes the wrong thing, and one that raises. Each error
+output must hold the hint (or the learner's own error and line) and no line of attn_helpers/checks, no
+"Traceback" of the check; and the grader must read each as the check's failure, with its message.
+"""
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
+sys.path.insert(0, str(ROOT / "scripts"))
+
+CELLS = [
+    "import torch\nfrom attn_helpers.checks import ch01 as check",
+    "w_doubled = torch.tensor([8.0, 4.0])  # the raw scores\ncheck.doubled_query_weights(w_doubled)",
+    "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=0)\n    return W @ X, W\n\n"
+    "check.self_attention_function(self_attention)",
+    "def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant\n    return W @ X, W\n\n"
+    "check.self_attention_function(self_attention)",
+]
+
+
+@pytest.fixture(scope="module")
+def executed():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    return nb
+
+
+def error_of(cell) -> dict:
+    errors = [out for out in cell.outputs if out.output_type == "error"]
+    assert len(errors) == 1, cell.outputs
+    return errors[0]
+
+
+@pytest.mark.parametrize("index, shown", [
+    (1, ["these are the raw scores q·k; pass them through a softmax to get weights."]),
+    (2, ["softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1."]),
+    (3, ["self_attention raised RuntimeError on a (5, 3) tensor: mat1 and mat2 shapes cannot be multiplied",
+         "Cell In[4], line 2: W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant"]),
+], ids=["wrong-answer", "wrong-function", "function-raises"])
+def test_a_failed_check_shows_one_message_and_none_of_the_checks_code(executed, index, shown):
+    import re
+
+    error = error_of(executed.cells[index])
+    assert error.ename == "CheckFailed"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))  # the colours aside
+    flat = " ".join(text.split())  # the message is wrapped to short lines
+    for part in shown:
+        assert " ".join(part.split()) in flat, text
+    assert text.startswith("CheckFailed: ") and len(error.traceback) <= 8, text
+    for leak in ("Traceback", "attn_helpers", "checks/", "expected_W", "torch.softmax(scores", "File "):
+        assert leak not in text, f"{leak!r} shown to the learner:\n{text}"
+
+
+def test_the_grader_reads_each_failure_as_the_checks_message(executed):
+    from grading.notebook import _in_kernel
+
+    for index in (1, 2, 3):
+        result, detail = _in_kernel(executed, [], index, None, {})
+        assert result == "failed" and detail == error_of(executed.cells[index]).evalue.split("\n")[0].strip(), detail
+    assert "Hint: these are the raw scores" in _in_kernel(executed, [], 1, None, {})[1]
