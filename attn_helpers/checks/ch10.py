@@ -9,7 +9,7 @@ import torch
 
 from ..attention import attention
 from ..flash import FlashAttention, flash_attention, flash_backward, flash_forward, tile_counts
-from . import CheckFailed, Watch, check_tensor, check_value, on_cpu, on_other_sizes
+from . import CheckFailed, Watch, call, check_tensor, check_value, on_cpu, on_other_sizes
 
 __all__ = [
     "BLOCK", "BLOCK_K", "BLOCK_Q", "T", "block_backward_function", "block_inputs", "causal_tiles", "delta_both_ways",
@@ -131,7 +131,7 @@ def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Te
     holds a row of scores against every key."""
     b_r, t = inputs[0].shape[0], inputs[1].shape[0]
     with Watch(_AUTOGRAD) as watch:
-        answer = fn(*(x.clone() for x in inputs), BLOCK)
+        answer = call(fn, *(x.clone() for x in inputs), BLOCK, name="block_backward")
     if watch.called or watch.used_fused_attention():
         called = ", ".join(sorted(watch.called)) or "PyTorch's fused attention"
         raise CheckFailed(f"block_backward calls {called}, which computes the gradients (or the weights) for you: "
