@@ -6,12 +6,14 @@ the position alone does not say where the repeat starts. All tokens in a sequenc
 so each token of the repeat has exactly one earlier occurrence. Predicting the next token inside
 the repeat needs two steps (Olsson et al. 2022): layer 1 copies each token's predecessor into it
 (a previous-token head), and layer 2 looks for the position whose predecessor is the current
-token and copies that position's token (an induction head).
+token and copies that position's token (an induction head). ``measure_heads`` says how far both heads
+have formed, and ``train_induction(..., log_every=k)`` records it every k steps of training.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -19,14 +21,21 @@ from torch import nn
 
 from .masks import causal_mask
 from .modules import MultiHeadAttention
+from .validate import positive_int
+
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
 
 __all__ = [
     "induction_batch",
     "AttentionOnly",
     "InductionResult",
     "induction_accuracy",
+    "HeadMeasures",
+    "measure_heads",
     "train_induction",
     "qk_circuit",
+    "plot_formation",
 ]
 
 
@@ -115,11 +124,22 @@ class AttentionOnly(nn.Module):
 
 
 @dataclass
+class HeadMeasures:
+    """How far the two heads of a two-layer model have formed, three numbers from 0 to 1 (chapter 8)."""
+
+    previous_token: float  # layer 1's mean weight on the previous position
+    induction: float  # layer 2's mean weight, inside the repeat, on the position after the earlier copy
+    diagonal: float  # share of the QK circuit's rows whose largest entry is on the diagonal
+
+
+@dataclass
 class InductionResult:
-    """What ``train_induction`` returns: the loss of every step and the held-out copying accuracy."""
+    """What ``train_induction`` returns: the loss of every step, the held-out copying accuracy, and
+    ``measured``, the ``HeadMeasures`` after every ``log_every`` steps (step 0 is before training)."""
 
     losses: list[float] = field(default_factory=list)
     accuracy: float = 0.0
+    measured: dict[int, HeadMeasures] = field(default_factory=dict)
 
 
 def induction_accuracy(model: AttentionOnly, n: int = 1000, seed: int = 999, skip: set[int] | None = None) -> float:
@@ -137,24 +157,54 @@ def _check_model(model: object) -> None:
         raise TypeError(f"expected an attn_helpers.circuits.AttentionOnly model, got {type(model).__name__}.")
 
 
+@torch.no_grad()
+def measure_heads(model: AttentionOnly, n: int = 200, seed: int = 5) -> HeadMeasures:
+    """The previous-token weight, the induction weight and the QK circuit's diagonal share of a two-layer
+    ``model``, measured on ``n`` fresh sequences (chapter 8).
+
+    Layer 1 is scored at the positions j = 1 … seq_len - 5 that layer 2 may need as keys (the first copy
+    of a block of at least 4 tokens ends there), by its weight on j - 1; layer 2 at the positions of the
+    repeat, by its weight on the position after the earlier copy of the current token.
+    """
+    _check_model(model)
+    if len(model.layers) < 2:
+        raise ValueError("measure_heads needs a model with at least two layers (a previous-token head and an induction head).")
+    tokens, scored = induction_batch(n, model.vocab_size, model.seq_len, generator=torch.Generator().manual_seed(seed))
+    _, (w1, w2, *_) = model(tokens)
+    w1, w2 = w1[:, 0], w2[:, 0]  # (b, t, t): the one head of each layer
+    j = torch.arange(1, model.seq_len - 4)  # (t - 5,): the positions layer 2 may read as keys
+    previous = w1[:, j, j - 1].mean()
+    n_block = scored.sum(dim=1, keepdim=True) + 1  # (b, 1): the block's length
+    after_copy = (torch.arange(model.seq_len) - n_block + 1).clamp(min=0)  # (b, t): after the earlier copy
+    induction = w2.gather(2, after_copy[..., None])[..., 0][scored].mean()
+    C = qk_circuit(model)  # (V, V)
+    diagonal = (C.argmax(dim=-1) == torch.arange(model.vocab_size)).float().mean()
+    return HeadMeasures(float(previous), float(induction), float(diagonal))
+
+
 def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64, lr: float = 0.01,
-                    seed: int = 0) -> InductionResult:
+                    seed: int = 0, log_every: int | None = None) -> InductionResult:
     """Train ``model`` with Adam on the repeated-tokens task (chapter 8).
 
     The loss is the cross-entropy of the next token at the predictable positions of the repeat. Batches
     come from a generator seeded with ``seed`` and training runs on one CPU thread, so a run is repeatable.
-    Returns the loss of every step and ``induction_accuracy`` on 1,000 held-out sequences.
+    Returns the loss of every step and ``induction_accuracy`` on 1,000 held-out sequences. With
+    ``log_every`` = k, it also records ``measure_heads(model)`` before training and after every k steps in
+    ``measured`` (held-out sequences of their own: the training batches and the losses stay the same).
     """
     _check_model(model)
     _int_at_least(steps, "steps", 1)
     _int_at_least(batch_size, "batch_size", 1)
+    positive_int(log_every, "log_every", none_ok=True)
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = InductionResult()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a fixed summation order: the same losses on every run
     try:
-        for _ in range(steps):
+        if log_every:
+            result.measured[0] = measure_heads(model)
+        for step in range(1, steps + 1):
             tokens, scored = induction_batch(batch_size, model.vocab_size, model.seq_len, generator=gen)
             logits, _ = model(tokens)  # (b, t, vocab_size)
             where = scored[:, :-1]
@@ -163,6 +213,8 @@ def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64
             loss.backward()
             optimiser.step()
             result.losses.append(loss.item())
+            if log_every and step % log_every == 0:
+                result.measured[step] = measure_heads(model)
         result.accuracy = induction_accuracy(model)
     finally:
         torch.set_num_threads(threads)
@@ -188,3 +240,32 @@ def qk_circuit(model: AttentionOnly, layer: int = 1) -> torch.Tensor:
     q = E @ head.W_q.weight.T  # (V, d_k)
     k = written @ head.W_k.weight.T  # (V, d_k)
     return q @ k.T / head.d_k ** 0.5  # (V, V)
+
+
+def plot_formation(losses: dict[str, list[float]], measured: dict[int, HeadMeasures], title: str) -> plt.Figure:
+    """Two stacked panels sharing the step axis (chapter 8): the training losses ``{label: losses}`` (log
+    scale), and the three ``HeadMeasures`` recorded during training, ``{step: measures}``."""
+    import matplotlib.pyplot as plt
+
+    if not losses or not measured:
+        raise ValueError("give at least one loss curve and one measured step (train with log_every).")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.4), sharex=True)
+    for (label, values), style in zip(losses.items(), ["-", "--", ":"] * 2, strict=False):
+        top.plot(range(1, len(values) + 1), values, style, label=label, linewidth=1.6)
+    top.set_yscale("log")
+    top.set_ylabel("loss (log scale)")
+    top.set_title(title)
+    steps = list(measured)
+    for name, style, label in (("previous_token", "o-", "layer 1: weight on the previous token"),
+                               ("induction", "s--", "layer 2: weight after the earlier copy"),
+                               ("diagonal", "^:", "QK circuit: rows with the diagonal largest")):
+        bottom.plot(steps, [getattr(m, name) for m in measured.values()], style, label=label, markersize=3.5,
+                    linewidth=1.6)
+    bottom.set_ylim(-0.03, 1.03)
+    bottom.set_xlabel("training step")
+    bottom.set_ylabel("share (0 to 1)")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,9 +1,11 @@
 """Depth without help (chapter 8): stacked self-attention collapses every token to one vector.
 
 Dong et al. (2021) showed that pure self-attention, layer after layer, drives the output towards a
-matrix whose rows are all equal ("rank collapse"), doubly exponentially fast; a residual connection
-stops it. ``collapse_residual`` measures the distance to that collapsed matrix, ``stack_attention``
-applies plain attention (chapter 3's ``softmax(XXᵀ/√d) X``) layer after layer and records it.
+matrix whose rows are all equal ("rank collapse"), doubly exponentially fast. In this parameter-free
+toy, a residual connection with LayerNorm slows the collapse to about 1/L after L layers; it does not
+stop it. ``collapse_residual`` measures the distance to that collapsed matrix, ``attention_layers``
+applies plain attention (chapter 3's ``softmax(XXᵀ/√d) X``) layer after layer, and ``stack_attention``
+records the distance after every layer.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from .attention import attention
-from .validate import as_float_tensor
+from .validate import as_float_tensor, positive_int
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
-__all__ = ["collapse_residual", "stack_attention", "plot_collapse"]
+__all__ = ["collapse_residual", "attention_layers", "stack_attention", "plot_collapse"]
 
 
 def collapse_residual(X: torch.Tensor) -> float:
@@ -37,30 +39,40 @@ def collapse_residual(X: torch.Tensor) -> float:
     return float((X - X.mean(dim=0, keepdim=True)).norm() / norm)
 
 
-def stack_attention(X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False) -> list[float]:
-    """Apply plain self-attention ``layers`` times to ``X`` ``(t, d)`` and return the collapse residual
-    before the first layer and after each one, ``layers + 1`` numbers (chapter 8).
+def attention_layers(X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False) -> list[torch.Tensor]:
+    """``X`` ``(t, d)`` before the first layer and after each of ``layers`` layers of plain self-attention:
+    ``layers + 1`` tensors ``(t, d)`` in float64 (chapter 8).
 
     Each layer computes ``A(Z) = softmax(ZZᵀ/√d) Z`` with ``Z = LayerNorm(X)`` if ``layer_norm`` else
     ``Z = X``, and the new ``X`` is ``X + A(Z)`` if ``residual`` else ``A(Z)`` (the pre-LayerNorm
-    arrangement). Computed in float64, so the collapse can be followed down to round-off.
+    arrangement). Float64, so the collapse can be followed down to round-off.
     """
     X = as_float_tensor(X, "X", min_dim=2).detach().double()
     if X.dim() != 2:
-        raise ValueError(f"stack_attention takes one sequence of shape (t, d); got {tuple(X.shape)}.")
-    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-        raise ValueError(f"layers must be a positive integer, got {layers!r}.")
-    residuals = [collapse_residual(X)]
+        raise ValueError(f"attention_layers takes one sequence of shape (t, d); got {tuple(X.shape)}.")
+    positive_int(layers, "layers")
+    states = [X]
     for _ in range(layers):
         Z = F.layer_norm(X, X.shape[-1:]) if layer_norm else X  # (t, d)
         A, _ = attention(Z, Z, Z)  # (t, d)
         X = X + A if residual else A
-        residuals.append(collapse_residual(X))
-    return residuals
+        states.append(X)
+    return states
 
 
-def plot_collapse(curves: dict[str, list[float]], title: str, ax: plt.Axes | None = None) -> plt.Axes:
-    """Collapse residual against depth, log scale, one line per ``{label: residuals}`` (chapter 8)."""
+def stack_attention(X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False) -> list[float]:
+    """The collapse residual of ``X`` ``(t, d)`` before the first layer and after each of ``layers`` layers
+    of ``attention_layers`` (same arguments): ``layers + 1`` numbers (chapter 8)."""
+    return [collapse_residual(state) for state in attention_layers(X, layers, residual, layer_norm)]
+
+
+def plot_collapse(curves: dict[str, list[float]], title: str, ax: plt.Axes | None = None,
+                  log_depth: bool = False) -> plt.Axes:
+    """Collapse residual against depth, log scale, one line per ``{label: residuals}`` (chapter 8).
+
+    ``residuals[L]`` is the value after L layers. With ``log_depth`` the depth axis is logarithmic too,
+    from layer 1 (a power law such as 1/L is then a straight line).
+    """
     import matplotlib.pyplot as plt
 
     if not curves:
@@ -68,12 +80,17 @@ def plot_collapse(curves: dict[str, list[float]], title: str, ax: plt.Axes | Non
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 3.6))
     styles = ["o-", "s--", "^-", "v--", "d-", "x--"]
+    first = 1 if log_depth else 0
     for (label, values), style in zip(curves.items(), styles * 2, strict=False):
-        if len(values) == 0:
-            raise ValueError(f"curve {label!r} is empty.")
-        ax.plot(range(len(values)), values, style, label=label, linewidth=1.6, markersize=4)
+        if len(values) <= first:
+            raise ValueError(f"curve {label!r} has no value after layer {first}.")
+        markers = None if len(values) <= 30 else 0.05  # long lines: markers evenly spaced on the screen
+        ax.plot(range(first, len(values)), values[first:], style, label=label, linewidth=1.6, markersize=4,
+                markevery=markers)
     ax.set_yscale("log")
-    ax.set_xlabel("number of attention layers")
+    if log_depth:
+        ax.set_xscale("log")
+    ax.set_xlabel("number of attention layers" + (" (log)" if log_depth else ""))
     ax.set_ylabel("distance to equal rows (log)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

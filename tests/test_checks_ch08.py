@@ -174,6 +174,12 @@ def test_qk_circuit_function_rejects_mistakes_and_the_shortcut(model, wrong, hin
     assert callable(circuits.qk_circuit) and circuits.qk_circuit(model).shape == (24, 24)
 
 
+def test_qk_circuit_function_names_a_global_model(model):  # right formula, but of the chapter's model, not the argument
+    with pytest.raises(CheckFailed, match="not of the model your function was given") as failed:
+        check.qk_circuit_function(lambda m: _by_hand(model), model)
+    assert "freshly initialised" in str(failed.value)
+
+
 def test_qk_circuit_function_leaves_the_random_state_alone(model):
     state = torch.random.get_rng_state()
     check.qk_circuit_function(_by_hand, model)

@@ -77,6 +77,52 @@ def test_training_is_repeatable_and_reports_what_it_measured():
     assert result.accuracy == circuits.induction_accuracy(model)         # the held-out accuracy it reports
 
 
+def test_logging_measures_the_heads_without_changing_the_training():
+    results = []
+    for log_every in (None, 4):
+        torch.manual_seed(0)
+        model = circuits.AttentionOnly(24, 20, 16, 2)
+        results.append(circuits.train_induction(model, steps=8, batch_size=16, seed=3, log_every=log_every))
+    plain, logged = results
+    assert plain.losses == logged.losses and plain.accuracy == logged.accuracy  # same batches, same steps
+    assert plain.measured == {} and list(logged.measured) == [0, 4, 8]          # before training, then every 4 steps
+    assert logged.measured[8] == circuits.measure_heads(model)                   # the trained model, measured again
+    assert logged.measured[0] != logged.measured[8]
+
+
+def test_measure_heads_is_the_chapter_s_measurement():
+    torch.manual_seed(2)
+    model = circuits.AttentionOnly(24, 20, 16, 2)
+    tokens, scored = circuits.induction_batch(50, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        _, (w1, w2) = model(tokens)
+    w1, w2 = w1[:, 0], w2[:, 0]
+    j = torch.arange(1, 16)                                                        # positions 1 … 15, as chapter 8
+    previous = float(w1[:, j, j - 1].mean())
+    induction = []
+    for b in range(50):
+        n = int(scored[b].sum()) + 1
+        induction += [float(w2[b, p, p - n + 1]) for p in range(20 - n, 19)]       # the position after the earlier copy
+    diagonal = float((circuits.qk_circuit(model).argmax(-1) == torch.arange(24)).float().mean())
+    measured = circuits.measure_heads(model, n=50, seed=7)
+    assert measured.previous_token == pytest.approx(previous, abs=1e-6)
+    assert measured.induction == pytest.approx(sum(induction) / len(induction), abs=1e-6)
+    assert measured.diagonal == diagonal
+
+
+def test_plot_formation():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    measured = {0: circuits.HeadMeasures(0.1, 0.2, 0.0), 5: circuits.HeadMeasures(0.9, 0.8, 1.0)}
+    fig = circuits.plot_formation({"a": [3.0, 2.0, 1.0, 0.5, 0.2]}, measured, title="t")
+    top, bottom = fig.axes
+    assert top.get_yscale() == "log" and len(top.lines) == 1 and len(bottom.lines) == 3
+    assert list(bottom.lines[1].get_ydata()) == [0.2, 0.8]
+    with pytest.raises(ValueError, match="log_every"):
+        circuits.plot_formation({"a": [1.0]}, {}, title="t")
+
+
 def test_skip_leaves_a_layer_out_of_the_residual_stream():
     torch.manual_seed(0)
     model = circuits.AttentionOnly(24, 20, 16, 2)
@@ -115,6 +161,10 @@ def test_training_and_circuit_bad_input():
         circuits.train_induction(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="steps must be an integer of at least 1"):
         circuits.train_induction(model, steps=0)
+    with pytest.raises(ValueError, match="log_every must be a positive integer or None"):
+        circuits.train_induction(model, steps=2, log_every=0)
+    with pytest.raises(ValueError, match="at least two layers"):
+        circuits.measure_heads(circuits.AttentionOnly(24, 20, 16, 1))
     with pytest.raises(ValueError, match="layer must be between 1 and 1"):
         circuits.qk_circuit(model, layer=0)
     with pytest.raises(ValueError, match="layer must be between 1 and 0"):

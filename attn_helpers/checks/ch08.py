@@ -160,4 +160,9 @@ def qk_circuit_function(fn: Callable[[circuits.AttentionOnly], torch.Tensor], mo
             raise CheckFailed(message)
         if isinstance(answer, torch.Tensor) and answer.shape == (m.vocab_size, m.vocab_size):
             answer = answer.detach()
-        check_tensor(answer, circuits.qk_circuit(m), f"the circuit of {name}", _circuit_mistakes(m))
+        mistakes = _circuit_mistakes(m)
+        if m is fresh:  # the right circuit, of the wrong model: the function read a global, not its argument
+            global_model = ("this is the circuit of the chapter's model, not of the model your function was given: "
+                            "read the weights from its argument, `model`, not from the global `two_layer`.")
+            mistakes[global_model] = circuits.qk_circuit(model)
+        check_tensor(answer, circuits.qk_circuit(m), f"the circuit of {name}", mistakes)
