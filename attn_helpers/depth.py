@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import attention
-from .validate import as_float_tensor
+from .validate import as_float_tensor, positive_int
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -48,8 +48,7 @@ def stack_attention(X: torch.Tensor, layers: int, residual: bool = False, layer_
     X = as_float_tensor(X, "X", min_dim=2).detach().double()
     if X.dim() != 2:
         raise ValueError(f"stack_attention takes one sequence of shape (t, d); got {tuple(X.shape)}.")
-    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-        raise ValueError(f"layers must be a positive integer, got {layers!r}.")
+    layers = positive_int(layers, "layers")
     residuals = [collapse_residual(X)]
     for _ in range(layers):
         Z = F.layer_norm(X, X.shape[-1:]) if layer_norm else X  # (t, d)
