@@ -13,7 +13,7 @@ import pytest
 import attn_helpers as ah
 
 CORE = {
-    "attention", "softmax", "SelfAttentionHead", "MultiHeadAttention", "causal_mask", "padding_mask",
+    "attention", "softmax", "loop_attention", "SelfAttentionHead", "MultiHeadAttention", "causal_mask", "padding_mask",
     "GloVe", "tokenize", "cosine_similarity", "plot_attention", "plot_heads", "table",
 }
 HEAVY = ("matplotlib", "seaborn", "pandas", "ipywidgets", "attn_helpers.checks", "attn_helpers.plotting")
