@@ -285,16 +285,25 @@ def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: obje
 def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """Check a mask for scores of shape ``(..., t_q, t_k)``: bool (True = may attend) or additive float.
 
-    It must broadcast to the scores (it may add leading batch dimensions); a float mask may hold
-    finite numbers and ``-inf``, not NaN or ``+inf``.
+    It must broadcast to the scores without making them bigger: a mask may not add batch dimensions
+    (or sizes) that the queries, keys and values do not have. A float mask may hold finite numbers and
+    ``-inf``, not NaN or ``+inf``.
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    if not _broadcastable(mask.shape, scores_shape):
+    together = broadcast_shape(mask.shape, scores_shape)
+    if together is None:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
             f"(t_q, t_k) = {tuple(scores_shape[-2:])} or 1."
+        )
+    if together != tuple(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} would turn the scores of shape {tuple(scores_shape)} into a "
+            f"batch of shape {together}: a mask may not add batch dimensions that the queries, keys and values "
+            f"do not have. For one sequence pass a (t_q, t_k) = {tuple(scores_shape[-2:])} mask; for several "
+            f"sequences, stack them so that the inputs have the batch dimension, shape {together[:-2]} + (t, d)."
         )
     if mask.dtype == torch.bool:
         return

@@ -104,12 +104,26 @@ def test_softmax_does_not_modify_its_input():
     assert torch.equal(x, before)
 
 
-def test_masks_that_enlarge_the_batch_and_float64_masks():
+def test_a_mask_may_not_add_batch_dimensions_the_inputs_do_not_have():
+    """A (3, t, t) mask with one (t, d) sequence used to turn the result into a batch of 3, silently."""
+    q = torch.randn(4, 3)  # one sequence, (t, d)
+    keep = torch.rand(3, 4, 4) > 0.2
+    fix = r"batch of shape \(3, 4, 4\).*may not add batch dimensions.*pass a \(t_q, t_k\) = \(4, 4\) mask"
+    with pytest.raises(ValueError, match=fix):
+        ah.attention(q, q, q, mask=keep)
+    with pytest.raises(ValueError, match="may not add batch dimensions"):
+        ah.merge.partial_attention(q, q, q, mask=keep)
+    with pytest.raises(ValueError, match="may not add batch dimensions"):  # nor enlarge a batch of 1
+        ah.attention(q[None], q[None], q[None], mask=keep)
+    out, w = ah.attention(q.expand(3, 4, 3), q, q, mask=keep)  # with a batch of 3 queries it is one mask each
+    assert w.shape == (3, 4, 4) and torch.equal(w[keep.logical_not()], torch.zeros(int((~keep).sum())))
+    with pytest.raises(ValueError, match="may not add batch dimensions"):  # not even one of size 1
+        ah.attention(q, q, q, mask=keep[:1])
+    assert ah.attention(q, q, q, mask=keep[0])[1].shape == (4, 4)
+
+
+def test_float64_masks():
     q = torch.randn(4, 3)
-    keep = torch.rand(2, 4, 4) > 0.2
-    keep[..., 0] = True
-    out, w = ah.attention(q, q, q, mask=keep)
-    assert w.shape == (2, 4, 4) and torch.allclose(w, torch.softmax((q @ q.T / math.sqrt(3)).masked_fill(~keep, -math.inf), -1))
     additive = torch.zeros(4, 4, dtype=torch.float64)
     assert torch.allclose(ah.attention(q, q, q, mask=additive)[1], ah.attention(q, q, q)[1])
 
