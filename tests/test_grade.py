@@ -5,7 +5,6 @@ The hostile folder (kernels in sandboxes) is in tests/test_grade_hostile.py.
 
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -14,7 +13,6 @@ import torch
 from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, md, student_edition, without_metadata, write
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from grading import answers, sandbox  # noqa: E402
 from grading.assemble import (  # noqa: E402
