@@ -89,7 +89,7 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-RESTORE = (
+_RESTORE = (
     "Restore the shipped files with `git checkout -- data/`, or rebuild them with "
     "`python scripts/make_glove_subset.py` (see data/PROVENANCE.md)."
 )
@@ -98,7 +98,7 @@ RESTORE = (
 def _verify_checksums(folder: Path, names: Iterable[str]) -> None:
     """Check ``names`` in ``folder`` against ``folder/SHA256SUMS``; raise ``GloVeDataError`` on any mismatch."""
     sums_path = folder / CHECKSUMS
-    fix = RESTORE
+    fix = _RESTORE
     if not sums_path.is_file():
         raise GloVeDataError(f"{sums_path} is missing, so the GloVe data cannot be verified. {fix}")
     expected = {}
@@ -187,7 +187,7 @@ def _read_vectors(path: Path, fix: str, mmap_mode: str | None = None) -> np.ndar
 def _load_subset(folder: Path) -> tuple[list[str], np.ndarray]:
     _verify_checksums(folder, [SUBSET_VECTORS, SUBSET_VOCAB])
     words = (folder / SUBSET_VOCAB).read_text(encoding="utf-8").split("\n")
-    vectors = _read_vectors(folder / SUBSET_VECTORS, RESTORE)
+    vectors = _read_vectors(folder / SUBSET_VECTORS, _RESTORE)
     if words and words[-1] == "":
         words.pop()
     if vectors.shape != (len(words), 50) or vectors.dtype != np.float32:
