@@ -83,7 +83,7 @@ def _described(value: object, name: str) -> str:
     if isinstance(value, str):
         fix = f"; pass {name}={value.strip()}" if value.strip().isdigit() and name.isidentifier() else ""
         return f"{name}={value!r} (a string){fix}"
-    if isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+    if _kind(value) == "a bool, not a number":
         return f"{value!r} (a bool, not a number)"
     if isinstance(value, float) and value.is_integer() and name.isidentifier():
         return f"{value!r} (a float); pass {name}={int(value)}"
