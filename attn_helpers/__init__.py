@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .attention import attention, softmax
+from .attention import attention, loop_attention, softmax
 from .glove import GloVe, cosine_similarity, tokenize
 from .masks import causal_mask, padding_mask
 from .modules import MultiHeadAttention, SelfAttentionHead
@@ -26,7 +26,7 @@ __all__ = [
     "attention", "softmax",  # chapters 1-2
     "GloVe", "tokenize", "cosine_similarity",  # chapter 3
     "SelfAttentionHead", "MultiHeadAttention",  # chapters 4-5
-    "causal_mask", "padding_mask",  # chapter 7
+    "causal_mask", "padding_mask", "loop_attention",  # chapter 7
     "plot_attention", "plot_heads", "table",  # figures and tables, chapter 1 on
 ]
 

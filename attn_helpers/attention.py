@@ -1,4 +1,5 @@
-"""Softmax and scaled dot-product attention, written out so every step can be read (chapters 1, 2 and 7)."""
+"""Softmax and scaled dot-product attention, written out so every step can be read (chapters 1, 2 and 7),
+and the same attention once more with plain Python loops over numbers (chapter 7), to compare with it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 
 from . import validate
 
-__all__ = ["softmax", "attention"]
+__all__ = ["softmax", "attention", "loop_attention"]
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -19,18 +20,14 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     ``-inf`` has nothing to attend to and gets all zeros instead of NaN.
     Takes and returns a tensor of any shape (a 0-d tensor is one slice of one score).
     """
-    dim = _check_softmax_input(x, dim)
+    dim = validate.softmax_dim(x, dim)  # a clear error for a bad input or dim
     if x.numel() == 0:
         return x.clone()
     return _stable_softmax(x, dim)
 
 
-def _stable_softmax(x: torch.Tensor, dim: int, overwrite: bool = False) -> torch.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``. With ``overwrite``, ``x`` may be reused for the result.
-
-    Where autograd does not record (no ``requires_grad``, or inside ``torch.no_grad()``), the steps
-    run in place on one new tensor: the same numbers, without a new t × t tensor for each step.
-    """
+def _stable_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``, with all-zero weights for a slice that is all ``-inf``."""
     row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
     if not bool((row_max < math.inf).all()):  # False for NaN as well as for +inf
         raise ValueError(
@@ -38,32 +35,17 @@ def _stable_softmax(x: torch.Tensor, dim: int, overwrite: bool = False) -> torch
             "Check the scores for an overflow before calling softmax."
         )
     row_max = row_max.nan_to_num(neginf=0.0)  # a fully masked slice: exp(-inf - 0) = 0
+    exps = torch.exp(x - row_max)  # same shape as x, each entry in [0, 1]
     # Each sum is at least 1 (the maximum contributes exp(0)), except for a fully masked slice, whose
     # sum is 0: dividing that one by 1 instead keeps its weights all zero rather than 0/0 = NaN.
-    if torch.is_grad_enabled() and x.requires_grad:  # autograd records every step: no in-place ops
-        exps = torch.exp(x - row_max)
-        return exps / exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
-    exps = (x.sub_(row_max) if overwrite else x - row_max).exp_()
-    return exps.div_(exps.sum(dim=dim, keepdim=True).clamp_min_(1.0))
-
-
-def _check_softmax_input(x: torch.Tensor, dim: int) -> int:
-    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
-        validate.as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
-    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
-        raise TypeError(f"dim must be an integer such as -1 (the last dimension), got {dim!r}.")
-    if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
-        raise ValueError(f"dim={dim} is out of range for an input of shape {tuple(x.shape)}.")
-    return int(dim)
+    return exps / exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
 
 
 def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``scores`` with ``mask`` applied: -inf where a bool mask is False, or the additive mask added."""
-    in_place = not scores.requires_grad and validate.broadcast_shape(mask.shape, scores.shape) == scores.shape
     if mask.dtype == torch.bool:
-        return scores.masked_fill_(~mask, -math.inf) if in_place else torch.where(mask, scores, -math.inf)
-    mask = mask.to(scores.dtype)
-    return scores.add_(mask) if in_place else scores + mask
+        return scores.masked_fill(~mask, -math.inf)
+    return scores + mask.to(scores.dtype)
 
 
 def attention(
@@ -82,15 +64,38 @@ def attention(
     (taken as its value), never a bool.
 
     ``scale`` defaults to ``1/sqrt(d_k)``; pass ``scale=1.0`` for the raw dot products.
-    ``mask`` broadcasts to ``(..., t_q, t_k)`` and is either boolean with **True = may attend**
-    (the convention of ``torch.nn.functional.scaled_dot_product_attention``) or an additive
-    float mask (0 to keep, ``-inf`` to block). A query whose keys are all blocked gets
-    all-zero weights and an all-zero output, never NaN.
+    ``mask`` broadcasts to ``(..., t_q, t_k)`` (without adding batch dimensions the inputs do not
+    have) and is either boolean with **True = may attend** (the convention of
+    ``torch.nn.functional.scaled_dot_product_attention``) or an additive float mask (0 to keep,
+    ``-inf`` to block). A query whose keys are all blocked gets all-zero weights and an all-zero
+    output, never NaN.
     """
     scale = validate.attention_args(q, k, v, mask, scale)  # a clear error for any bad input
-    scores = q @ k.transpose(-2, -1)  # (..., t_q, t_k)
-    scores = scores * scale if scores.requires_grad else scores.mul_(scale)  # in place unless autograd records
+    scores = q @ k.transpose(-2, -1) * scale  # (..., t_q, t_k)
     if mask is not None:
-        scores = _masked(scores, mask)
-    weights = _stable_softmax(scores, -1, overwrite=True)  # (..., t_q, t_k), rows sum to 1 (or 0)
+        scores = _masked(scores, mask)  # (..., t_q, t_k), -inf where a key is blocked
+    weights = _stable_softmax(scores, dim=-1)  # (..., t_q, t_k), each row sums to 1 (0 if all blocked)
     return weights @ v, weights  # (..., t_q, d_v), (..., t_q, t_k)
+
+
+def loop_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention with plain Python loops over floats (chapter 7).
+
+    q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``; returns ``(out (t_q, d_v), weights (t_q, t_k))``
+    like :func:`attention`. Every multiplication is one Python operation, so its running time shows
+    the t² · d growth without any fast library in between.
+    """
+    scale = validate.one_sequence_args(q, k, v, scale, "loop_attention")  # 1/sqrt(d_k) unless given
+    Q, K, V = q.tolist(), k.tolist(), v.tolist()
+    outputs, weights = [], []
+    for q_row in Q:  # one query at a time
+        scores = [scale * sum(a * b for a, b in zip(q_row, k_row, strict=True)) for k_row in K]  # t_k numbers
+        top = max(scores)
+        exps = [math.exp(s - top) for s in scores]
+        total = sum(exps)
+        w = [e / total for e in exps]  # this query's row of weights
+        weights.append(w)
+        outputs.append([sum(w[j] * V[j][c] for j in range(len(V))) for c in range(len(V[0]))])  # d_v numbers
+    return torch.tensor(outputs, dtype=q.dtype), torch.tensor(weights, dtype=q.dtype)

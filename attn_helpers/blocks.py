@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from . import validate
 from .modules import MultiHeadAttention
 from .torch_compat import copy_to_torch_mha
 
@@ -27,9 +28,7 @@ class TransformerBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None, eps: float = 1e-5):
         super().__init__()
         self.attn = MultiHeadAttention(d_model, num_heads, bias=True)
-        d_ff = 4 * d_model if d_ff is None else d_ff
-        if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 1:
-            raise ValueError(f"d_ff must be a positive integer (the MLP's hidden width), got {d_ff!r}.")
+        d_ff = 4 * d_model if d_ff is None else validate.positive_int(d_ff, "d_ff", why="the MLP's hidden width")
         self.d_model, self.d_ff = d_model, d_ff
         self.ln1 = nn.LayerNorm(d_model, eps=eps)
         self.ln2 = nn.LayerNorm(d_model, eps=eps)

@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import validate
 from .masks import causal_mask
 from .modules import MultiHeadAttention
-from .validate import positive_int
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -39,23 +39,19 @@ __all__ = [
 ]
 
 
-def _int_at_least(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer of at least {low}, got {value!r}.")
-    return value
-
-
-def _check_task(vocab_size: int, seq_len: int, min_repeat: int) -> None:
-    _int_at_least(seq_len, "seq_len", 4)
-    _int_at_least(min_repeat, "min_repeat", 2)
+def _check_task(vocab_size: int, seq_len: int, min_repeat: int) -> tuple[int, int, int]:
+    """The task's sizes as ints, after checking they describe a task that can be built."""
+    seq_len = validate.positive_int(seq_len, "seq_len", 4)
+    min_repeat = validate.positive_int(min_repeat, "min_repeat", 2)
     if 2 * min_repeat > seq_len:
         raise ValueError(f"min_repeat={min_repeat} is too long: the block and its repeat must fit in seq_len={seq_len}.")
-    _int_at_least(vocab_size, "vocab_size", 2)
+    vocab_size = validate.positive_int(vocab_size, "vocab_size", 2)
     if vocab_size < seq_len - min_repeat:
         raise ValueError(
             f"vocab_size={vocab_size} is too small: a sequence holds up to seq_len - min_repeat = "
             f"{seq_len - min_repeat} distinct tokens. Use a vocab_size of at least that."
         )
+    return vocab_size, seq_len, min_repeat
 
 
 def induction_batch(
@@ -68,8 +64,8 @@ def induction_batch(
     block again, with n drawn from ``min_repeat … seq_len // 2``. ``scored[k, j]`` is True where position j
     lies in the repeat and its next token j + 1 can be predicted by copying: j = seq_len - n … seq_len - 2.
     """
-    _int_at_least(batch_size, "batch_size", 1)
-    _check_task(vocab_size, seq_len, min_repeat)
+    batch_size = validate.positive_int(batch_size, "batch_size")
+    vocab_size, seq_len, min_repeat = _check_task(vocab_size, seq_len, min_repeat)
     lengths = torch.randint(min_repeat, seq_len // 2 + 1, (batch_size, 1), generator=generator)  # n, (b, 1)
     perms = torch.rand(batch_size, vocab_size, generator=generator).argsort(dim=-1)  # distinct tokens per row
     pos = torch.arange(seq_len)  # (t,)
@@ -90,10 +86,10 @@ class AttentionOnly(nn.Module):
 
     def __init__(self, vocab_size: int, seq_len: int, d_model: int, n_layers: int):
         super().__init__()
-        self.vocab_size = _int_at_least(vocab_size, "vocab_size", 2)
-        self.seq_len = _int_at_least(seq_len, "seq_len", 2)
-        self.d_model = _int_at_least(d_model, "d_model", 1)
-        _int_at_least(n_layers, "n_layers", 1)
+        self.vocab_size = vocab_size = validate.positive_int(vocab_size, "vocab_size", 2)
+        self.seq_len = seq_len = validate.positive_int(seq_len, "seq_len", 2)
+        self.d_model = d_model = validate.positive_int(d_model, "d_model")
+        n_layers = validate.positive_int(n_layers, "n_layers")
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)  # learned absolute positions
         self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads=1) for _ in range(n_layers))
@@ -193,9 +189,9 @@ def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64
     ``measured`` (held-out sequences of their own: the training batches and the losses stay the same).
     """
     _check_model(model)
-    _int_at_least(steps, "steps", 1)
-    _int_at_least(batch_size, "batch_size", 1)
-    positive_int(log_every, "log_every", none_ok=True)
+    steps = validate.positive_int(steps, "steps")
+    batch_size = validate.positive_int(batch_size, "batch_size")
+    log_every = validate.positive_int(log_every, "log_every", none_ok=True)
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = InductionResult()
@@ -231,9 +227,10 @@ def qk_circuit(model: AttentionOnly, layer: int = 1) -> torch.Tensor:
     head has its largest entries on the diagonal: it looks for the position that follows its own token.
     """
     _check_model(model)
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer < len(model.layers):
-        raise ValueError(f"layer must be between 1 and {len(model.layers) - 1} (it reads the layer before it); "
-                         f"got {layer!r}.")
+    if len(model.layers) < 2:
+        raise ValueError(f"qk_circuit reads a layer through the layer before it, so the model needs two layers or "
+                         f"more; this one has {len(model.layers)}.")
+    layer = validate.positive_int(layer, "layer", maximum=len(model.layers) - 1, why="it reads the layer before it")
     E = model.embed.weight  # (V, d_model)
     prev, head = model.layers[layer - 1], model.layers[layer]
     written = E @ prev.W_v.weight.T @ prev.W_o.weight.T  # (V, d_model): what the previous-token head copies

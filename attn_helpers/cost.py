@@ -1,4 +1,7 @@
-"""What attention costs: a pure-Python version, timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
+"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
+
+The versions of attention it measures, :func:`attn_helpers.attention` and the pure-Python
+:func:`attn_helpers.loop_attention`, live side by side in the attention module; this one holds the measuring tools.
 
 Time is the best of a few runs, so it varies from run to run and machine to machine. With PyTorch on one
 thread it is read from this process's processor clock, ``time.process_time``, so other programs on a busy
@@ -28,11 +31,9 @@ from matplotlib.ticker import ScalarFormatter
 
 from . import validate
 from ._torch_private import dispatch_mode_base, tensors_in
-from .attention import attention
-from .validate import as_float_tensor
+from .attention import attention, loop_attention
 
 __all__ = [
-    "loop_attention",
     "time_call",
     "default_clock",
     "TensorMemoryTracker",
@@ -45,38 +46,6 @@ __all__ = [
     "loglog_slope",
     "plot_loglog",
 ]
-
-
-def loop_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled dot-product attention with plain Python loops over floats (chapter 7).
-
-    q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``; returns ``(out (t_q, d_v), weights (t_q, t_k))``
-    like :func:`attn_helpers.attention`. Every multiplication is one Python operation, so its
-    running time shows the t² · d growth without any fast library in between.
-    """
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        as_float_tensor(x, name, min_dim=2)
-        if x.dim() != 2:
-            raise ValueError(f"loop_attention takes one sequence: {name} must be 2-D (t, d), got {tuple(x.shape)}.")
-    if q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
-        raise ValueError(
-            f"shapes do not fit: q {tuple(q.shape)} and k {tuple(k.shape)} need the same d_k, "
-            f"k and v {tuple(v.shape)} the same number of tokens."
-        )
-    scale = 1.0 / math.sqrt(q.shape[1]) if scale is None else scale
-    Q, K, V = q.tolist(), k.tolist(), v.tolist()
-    outputs, weights = [], []
-    for q_row in Q:
-        scores = [scale * sum(a * b for a, b in zip(q_row, k_row, strict=True)) for k_row in K]
-        top = max(scores)
-        exps = [math.exp(s - top) for s in scores]
-        total = sum(exps)
-        w = [e / total for e in exps]
-        weights.append(w)
-        outputs.append([sum(w[j] * V[j][c] for j in range(len(V))) for c in range(len(V[0]))])
-    return torch.tensor(outputs, dtype=q.dtype), torch.tensor(weights, dtype=q.dtype)
 
 
 def default_clock() -> Callable[[], float]:
@@ -169,29 +138,20 @@ def _qkv(t: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.T
     return tuple(torch.randn(1, 1, t, d, generator=gen) for _ in range(3))  # each (1, 1, t, d)
 
 
-def _check_sizes(sizes: Sequence[int]) -> list[int]:
-    sizes = list(sizes)
-    if not sizes or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in sizes):
-        raise ValueError(f"sizes must be a non-empty list of positive ints, got {sizes!r}.")
-    if sizes != sorted(set(sizes)):
-        raise ValueError(f"sizes must be increasing without repeats, got {sizes}.")
-    return sizes
-
-
 def measure_time(
     sizes: Sequence[int], d: int = 64, loop_limit: float = 1.0, threads: int | None = 1, seed: int = 0
 ) -> pd.DataFrame:
     """Seconds per call of attention on one ``(t, d)`` sequence for each t in ``sizes`` (chapter 7).
 
     Columns: ``book`` (:func:`attn_helpers.attention`), ``sdpa``
-    (``F.scaled_dot_product_attention``) and ``loop`` (:func:`loop_attention`). The loop is run
+    (``F.scaled_dot_product_attention``) and ``loop`` (:func:`attn_helpers.loop_attention`). The loop is run
     only while its predicted time (last time × (t/t_last)²) stays under ``loop_limit`` seconds;
     later sizes hold NaN. Indexed by t. The numbers vary from run to run.
     PyTorch runs on ``threads`` threads during the measurement (default 1: a fair comparison with the
     single-threaded loop, timed in processor time, see :func:`default_clock`); ``None`` keeps the
     current setting.
     """
-    sizes = _check_sizes(sizes)
+    sizes = validate.sizes_list(sizes)
     validate.positive_int(threads, "threads", none_ok=True)
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
@@ -222,7 +182,7 @@ def measure_memory(sizes: Sequence[int], d: int = 64, seed: int = 0) -> pd.DataF
 
     A third column, ``weights``, is the size of one float32 t × t weight matrix, 4·t² bytes.
     """
-    sizes = _check_sizes(sizes)
+    sizes = validate.sizes_list(sizes)
     rows = []
     for t in sizes:
         q, k, v = _qkv(t, d, seed)
@@ -262,7 +222,7 @@ def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: i
 
     from .modules import MultiHeadAttention
 
-    sizes = _check_sizes(sizes)
+    sizes = validate.sizes_list(sizes)
     torch.manual_seed(seed)  # the weights do not change the count; seeded all the same
     layer = MultiHeadAttention(d, num_heads)
     rows = []

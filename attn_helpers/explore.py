@@ -7,7 +7,6 @@ tested, without a browser. ipywidgets is imported only when a widget is built.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 import torch
 
+from . import validate
 from .attention import attention, softmax
 from .glove import GloVe, OutOfVocabularyError, tokenize
 from .plotting import plot_attention
@@ -44,13 +44,9 @@ ORDER_SENTENCE = "We process and ship your order"
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
     """``softmax(scores / temperature)`` along the last dimension (chapter 2). Shape in = shape out."""
     s = as_float_tensor(scores, "scores")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (
-        math.isfinite(temperature) and temperature > 0
-    ):
-        raise ValueError(
-            f"temperature must be a positive finite number, got {temperature!r}; "
-            f"small values sharpen the weights, large values flatten them."
-        )
+    temperature = validate.positive_number(
+        temperature, "temperature", why="small values sharpen the weights, large values flatten them"
+    )
     return softmax(s / temperature, dim=-1)
 
 

@@ -89,13 +89,16 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+_RESTORE = (
+    "Restore the shipped files with `git checkout -- data/`, or rebuild them with "
+    "`python scripts/make_glove_subset.py` (see data/PROVENANCE.md)."
+)
+
+
 def _verify_checksums(folder: Path, names: Iterable[str]) -> None:
     """Check ``names`` in ``folder`` against ``folder/SHA256SUMS``; raise ``GloVeDataError`` on any mismatch."""
     sums_path = folder / CHECKSUMS
-    fix = (
-        "Restore the shipped files with `git checkout -- data/`, or rebuild them with "
-        "`python scripts/make_glove_subset.py` (see data/PROVENANCE.md)."
-    )
+    fix = _RESTORE
     if not sums_path.is_file():
         raise GloVeDataError(f"{sums_path} is missing, so the GloVe data cannot be verified. {fix}")
     expected = {}
@@ -169,10 +172,22 @@ def _read_spaced_words(path: Path, dim: int | None, max_rows: int | None) -> tup
     return [row[0] for row in rows], vectors
 
 
+def _read_vectors(path: Path, fix: str, mmap_mode: str | None = None) -> np.ndarray:
+    """The array in the ``.npy`` file ``path``, never unpickled; a file that holds no plain array raises
+    ``GloVeDataError`` saying so, followed by ``fix`` (how to restore it)."""
+    try:
+        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:  # a garbled header, a truncated body, not .npy at all
+        kind = "its header describes Python objects, not numbers" if "pickle" in str(exc) else str(exc)
+        raise GloVeDataError(
+            f"GloVe data file {path} is not a valid vector file ({kind}): it was damaged or replaced. {fix}"
+        ) from None
+
+
 def _load_subset(folder: Path) -> tuple[list[str], np.ndarray]:
     _verify_checksums(folder, [SUBSET_VECTORS, SUBSET_VOCAB])
     words = (folder / SUBSET_VOCAB).read_text(encoding="utf-8").split("\n")
-    vectors = np.load(folder / SUBSET_VECTORS)
+    vectors = _read_vectors(folder / SUBSET_VECTORS, _RESTORE)
     if words and words[-1] == "":
         words.pop()
     if vectors.shape != (len(words), 50) or vectors.dtype != np.float32:
@@ -237,12 +252,16 @@ def _load_text_cached(
 
     The first load parses the text and writes a copy to ``cache``: the vectors as ``.npy`` and the
     words beside them, both named after the source's size and modification time (so an edited
-    source is parsed again) and each written atomically. Later loads memory-map the ``.npy``.
+    source is parsed again) and each written atomically. Later loads memory-map the ``.npy``; a copy
+    that is incomplete or damaged is parsed again.
     ``max_vectors`` keeps the first words only (without a cached copy, only those lines are read).
     """
     stem, vectors_file, vocab_file = _cache_files(source, member, cache)
     if vectors_file.is_file() and vocab_file.is_file():
-        vectors = np.load(vectors_file, mmap_mode="c")  # copy-on-write: read lazily, safe to hand to torch
+        try:  # copy-on-write: read lazily, safe to hand to torch
+            vectors = _read_vectors(vectors_file, "", mmap_mode="c")
+        except GloVeDataError:
+            vectors = np.empty((0, dim), dtype=np.float32)  # a damaged copy: parse the text again below
         words = vocab_file.read_text(encoding="utf-8").split("\n")[:-1]
         if len(words) == len(vectors):  # a complete copy
             if vectors.shape[1] != dim:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from . import validate
 from .modules import MultiHeadAttention
 from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss
 
@@ -33,11 +34,9 @@ LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
 ANSWERS = ("previous token", "token two back")
 
 
-def _check_sizes(seq_len: int, vocab_size: int) -> None:
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 3:
-        raise ValueError(f"seq_len must be an integer of at least 3 (a token two back needs it), got {seq_len!r}.")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
-        raise ValueError(f"vocab_size must be an integer of at least 2, got {vocab_size!r}.")
+def _check_sizes(seq_len: int, vocab_size: int) -> tuple[int, int]:
+    seq_len = validate.positive_int(seq_len, "seq_len", 3, why="a token two back needs it")
+    return seq_len, validate.positive_int(vocab_size, "vocab_size", 2)
 
 
 def two_back_batch(
@@ -49,7 +48,7 @@ def two_back_batch(
     ``targets`` ``(b, t, 2)``: ``tokens[:, i - 1]`` and ``tokens[:, i - 2]``, and ``IGNORE`` at the
     first two positions, which lack a token two back.
     """
-    _check_sizes(seq_len, vocab_size)
+    seq_len, vocab_size = _check_sizes(seq_len, vocab_size)
     x, tokens, _ = copy_task_batch(batch_size, seq_len, vocab_size, -1, generator)
     targets = torch.full((*tokens.shape, len(LOOKBACK)), IGNORE, dtype=tokens.dtype)  # (b, t, 2)
     for k, back in enumerate(LOOKBACK):
@@ -69,8 +68,7 @@ class TwoBackModel(nn.Module):
 
     def __init__(self, num_heads: int, seq_len: int = 8, vocab_size: int = 8):
         super().__init__()
-        _check_sizes(seq_len, vocab_size)
-        self.seq_len, self.vocab_size = seq_len, vocab_size
+        self.seq_len, self.vocab_size = seq_len, vocab_size = _check_sizes(seq_len, vocab_size)
         self.d_model = vocab_size + seq_len
         self.attn = MultiHeadAttention(self.d_model, num_heads)
         self.readout = nn.Linear(self.d_model, len(LOOKBACK) * vocab_size)
@@ -132,8 +130,7 @@ def train_two_back(
     :func:`two_back_accuracy` on sequences the model never trained on.
     """
     _check_model(model)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}.")
+    steps = validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()

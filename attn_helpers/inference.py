@@ -25,10 +25,10 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import attention
-from .cost import _check_sizes, time_call
+from .cost import time_call
 from .masks import causal_mask
 from .position import rope
-from .validate import as_float_tensor, positive_int
+from .validate import as_float_tensor, positive_int, sizes_list
 
 __all__ = [
     "KVCache",
@@ -267,7 +267,7 @@ def decode_flops(model: TinyDecoder, sizes: Sequence[int], seed: int = 0) -> pd.
     products with keys and values, ``bmm``). Indexed by t. Deterministic (chapter 9).
     """
     rows = []
-    for t in _check_sizes(sizes):
+    for t in sizes_list(sizes):
         if t < 2:
             raise ValueError("sizes must be >= 2: a cached step needs at least one earlier token.")
         tokens, caches = _step_inputs(model, t, seed)
@@ -290,7 +290,7 @@ def decode_times(model: TinyDecoder, sizes: Sequence[int], threads: int = 1, see
     rows = []
     try:
         with torch.no_grad():
-            for t in _check_sizes(sizes):
+            for t in sizes_list(sizes):
                 tokens, caches = _step_inputs(model, t, seed)
                 rows.append({"t": t, "cached": time_call(model, tokens[:, -1:], caches, budget=0.1),
                              "full": time_call(model, tokens, budget=0.1)})

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import validate
 from .plotting import plot_attention
 
 __all__ = [
@@ -68,9 +69,8 @@ def retrieval_task(n: int, t: int = 6, n_symbols: int = 16, d_v: int = 8, p_abse
                    seed: int = 0) -> RetrievalTask:
     """``n`` examples of :class:`RetrievalTask`: ``t`` distinct key symbols out of ``n_symbols``, each
     holding a random value in R^``d_v``; a fraction ``p_absent`` of the queries match no key (chapter 9)."""
-    for name, value in (("n", n), ("t", t), ("n_symbols", n_symbols), ("d_v", d_v)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    n, t, n_symbols, d_v = (validate.positive_int(value, name) for name, value in
+                            (("n", n), ("t", t), ("n_symbols", n_symbols), ("d_v", d_v)))
     if n_symbols <= t:
         raise ValueError(f"n_symbols={n_symbols} must exceed t={t}, or no query could miss every key.")
     if not 0.0 <= p_absent <= 1.0:
@@ -132,8 +132,7 @@ def train_retrieval(model: RetrievalAttention, task: RetrievalTask, steps: int =
 
     Runs on one thread: the tensors are so small that a second thread only adds waiting.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}.")
+    steps = validate.positive_int(steps, "steps")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     before = torch.get_num_threads()

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 import torch
 
+from . import validate
+
 __all__ = ["plot_attention", "plot_heads"]
 
 
@@ -83,8 +85,7 @@ def plot_heads(
     """
     if not isinstance(weights, torch.Tensor) or weights.dim() != 3:
         raise ValueError(f"plot_heads takes weights of shape (h, t, t); got {getattr(weights, 'shape', weights)}.")
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be a positive integer, got {ncols!r}.")
+    ncols = validate.positive_int(ncols, "ncols")
     w = weights.detach().cpu().float()
     h = w.shape[0]
     if len(tokens) != w.shape[1] or w.shape[1] != w.shape[2]:

@@ -14,18 +14,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from . import validate
 from .validate import as_float_tensor
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
 
 __all__ = ["frequencies", "sinusoidal_encoding", "rope", "is_permutation_equivariant", "plot_score_by_offset"]
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return value
 
 
 def _even_width(d: int, what: str) -> None:
@@ -37,14 +32,12 @@ def _even_width(d: int, what: str) -> None:
 
 
 def _check_base(base: float) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
-        raise ValueError(f"base must be a number larger than 1 (the papers use 10000), got {base!r}.")
-    return float(base)
+    return validate.positive_number(base, "base", above=1.0, why="the papers use 10000")
 
 
 def frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """The d/2 angular frequencies ``θ_i = base^(-2i/d)``, i = 0 … d/2 - 1, shape ``(d/2,)`` (chapter 8)."""
-    _positive_int(d, "d")
+    d = validate.positive_int(d, "d")
     _even_width(d, "frequencies")
     base = _check_base(base)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
@@ -56,7 +49,7 @@ def sinusoidal_encoding(t: int, d: int, base: float = 10000.0) -> torch.Tensor:
     Row p holds ``sin(p θ_i)`` in column 2i and ``cos(p θ_i)`` in column 2i+1, with
     ``θ_i = base^(-2i/d)``. They are added to the token vectors: ``X + sinusoidal_encoding(t, d)``.
     """
-    _positive_int(t, "t")
+    t = validate.positive_int(t, "t")
     angles = torch.arange(t, dtype=torch.float64)[:, None] * frequencies(d, base)  # (t, d/2)
     pe = torch.empty(t, d, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angles)
@@ -108,7 +101,7 @@ def is_permutation_equivariant(
     X = as_float_tensor(X, "X", min_dim=2)
     if X.dim() != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be one sequence of shape (t, d) with t >= 2, got {tuple(X.shape)}.")
-    _positive_int(trials, "trials")
+    trials = validate.positive_int(trials, "trials")
     Y = fn(X)
     if not isinstance(Y, torch.Tensor) or Y.shape[:1] != X.shape[:1]:
         raise ValueError(

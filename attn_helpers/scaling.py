@@ -172,8 +172,9 @@ def plot_temperature(
     if len(labels) != s.shape[0]:
         raise ValueError(f"{len(labels)} labels for {s.shape[0]} scores; give one label per key.")
     temps = list(temperatures)
-    if not temps or any(not (isinstance(T, (int, float)) and math.isfinite(T) and T > 0) for T in temps):
-        raise ValueError(f"temperatures must be positive finite numbers, got {temps!r}.")
+    if not temps:
+        raise ValueError("temperatures is empty: give one or more positive finite numbers, such as [0.5, 1, 2].")
+    temps = [validate.positive_number(T, "every temperature") for T in temps]
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 3.8))
     width = 0.8 / len(temps)

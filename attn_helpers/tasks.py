@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import validate
 from .training import LETTERS, TrainResult, one_thread
 
 __all__ = [
@@ -27,16 +28,10 @@ __all__ = [
 ]
 
 
-def _positive_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}.")
-    return value
-
-
 def _check_task(n_pairs: int, n_keys: int, n_values: int) -> None:
-    _positive_int(n_pairs, "n_pairs")
-    _positive_int(n_keys, "n_keys")
-    _positive_int(n_values, "n_values", 2)
+    validate.positive_int(n_pairs, "n_pairs")
+    validate.positive_int(n_keys, "n_keys")
+    validate.positive_int(n_values, "n_values", 2)
     if n_keys > len(LETTERS):
         raise ValueError(f"n_keys={n_keys} is larger than the {len(LETTERS)} letters used as key names.")
     if n_values > 10:
@@ -86,7 +81,7 @@ def recall_batch(
     the sequence's keys; ``target`` ``(b,)``: its value. ``generator`` makes the batch reproducible.
     """
     _check_task(n_pairs, n_keys, n_values)
-    _positive_int(batch_size, "batch_size")
+    validate.positive_int(batch_size, "batch_size")
     keys = torch.rand(batch_size, n_keys, generator=generator).argsort(dim=-1)[:, :n_pairs]  # distinct keys
     values = torch.randint(0, n_values, (batch_size, n_pairs), generator=generator)
     asked = torch.randint(0, n_pairs, (batch_size,), generator=generator)  # which pair the query names
@@ -143,7 +138,7 @@ def train_recall(
     """
     _check_model(model, n_keys, n_values)
     _check_task(n_pairs, n_keys, n_values)
-    _positive_int(steps, "steps")
+    validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()

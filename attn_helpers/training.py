@@ -66,7 +66,7 @@ def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
     validate.positive_int(vocab_size, "vocab_size", 2)
     if vocab_size > len(LETTERS):
         raise ValueError(f"vocab_size={vocab_size} is larger than the {len(LETTERS)} letters used as token names.")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset == 0 or abs(offset) >= seq_len:
+    if validate.integer(offset, "offset") == 0 or abs(offset) >= seq_len:
         raise ValueError(
             f"offset must be a non-zero integer with |offset| < seq_len={seq_len}, got {offset!r}: "
             f"-1 copies the previous token, +1 the next one."

@@ -16,6 +16,11 @@ import torch
 
 __all__ = [
     "positive_int",
+    "integer",
+    "positive_number",
+    "sizes_list",
+    "softmax_dim",
+    "one_sequence_args",
     "as_float_tensor",
     "broadcast_shape",
     "attention_args",
@@ -25,34 +30,134 @@ __all__ = [
 ]
 
 
-def positive_int(value: object, name: str, minimum: int = 1, *, none_ok: bool = False) -> Any:
+def positive_int(
+    value: object, name: str, minimum: int = 1, *, maximum: int | None = None, none_ok: bool = False, why: str = ""
+) -> Any:
     """``value`` as an ``int`` after checking it is a whole number ``>= minimum`` (chapters 1-7).
 
     Takes Python and NumPy integers and 0-d integer tensors; rejects bools, floats and strings
-    with a message that shows what was passed and what to write. With ``none_ok``, ``None``
-    passes through unchanged.
+    with a message that shows what was passed and what to write. ``maximum`` bounds it from above;
+    ``why`` (a few words) is added to the message. With ``none_ok``, ``None`` passes through unchanged.
+    """
+    return integer(value, name, minimum=minimum, maximum=maximum, none_ok=none_ok, why=why)
+
+
+def integer(
+    value: object, name: str, *, minimum: int | None = None, maximum: int | None = None, none_ok: bool = False,
+    why: str = "",
+) -> Any:
+    """``value`` as an ``int`` after checking it is a whole number in ``minimum … maximum`` (either may be None).
+
+    The one integer check of the package (:func:`positive_int` is this with ``minimum=1``): Python and
+    NumPy integers and 0-d integer tensors pass; bools, floats and strings raise a ``ValueError`` that
+    says what was passed and, where it can, what to write instead.
     """
     if value is None and none_ok:
         return None
-    is_bool = isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
-    try:
-        number = None if is_bool or isinstance(value, float) else operator.index(value)
-    except TypeError:
-        number = None
-    if number is not None and number >= minimum:
+    number = _whole_number(value)
+    if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
         return number
-    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+    if maximum is not None:
+        what = f"an integer between {minimum} and {maximum}" if minimum is not None else f"an integer of at most {maximum}"
+    elif minimum is None:
+        what = "an integer"
+    else:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+    what += f" ({why})" if why else ""
     what += " or None" if none_ok else ""
+    raise ValueError(f"{name} must be {what}, got {_described(value, name)}.")
+
+
+def _whole_number(value: object) -> int | None:
+    """``value`` as an ``int`` if it is a whole number (not a bool, float or string), else ``None``."""
+    if isinstance(value, (bool, float)) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _described(value: object, name: str) -> str:
+    """``value`` as an error message shows it: its repr, what kind of thing it is, and the fix if there is one."""
     if isinstance(value, str):
         fix = f"; pass {name}={value.strip()}" if value.strip().isdigit() and name.isidentifier() else ""
-        got = f"{name}={value!r} (a string){fix}"
-    elif is_bool:
-        got = f"{value!r} (a bool, not a number)"
-    elif isinstance(value, float) and value.is_integer() and name.isidentifier():
-        got = f"{value!r} (a float); pass {name}={int(value)}"
-    else:
-        got = repr(value)
-    raise ValueError(f"{name} must be {what}, got {got}.")
+        return f"{name}={value!r} (a string){fix}"
+    if _kind(value) == "a bool, not a number":
+        return f"{value!r} (a bool, not a number)"
+    if isinstance(value, float) and value.is_integer() and name.isidentifier():
+        return f"{value!r} (a float); pass {name}={int(value)}"
+    return repr(value)
+
+
+def _kind(value: object) -> str:
+    """What kind of thing ``value`` is, for a message: "a bool, not a number", "a float", "a str", …"""
+    if isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+        return "a bool, not a number"
+    return f"a {type(value).__name__}"
+
+
+def positive_number(value: object, name: str, *, above: float = 0.0, why: str = "") -> float:
+    """``value`` as a ``float`` after checking it is a finite number ``> above`` (0 unless told), not a bool.
+
+    Takes Python and NumPy numbers and 0-d tensors; ``why`` (a few words) is added to the message.
+    """
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype != torch.bool:
+        value = value.item()
+    is_number = not isinstance(value, (bool, str, torch.Tensor)) and hasattr(value, "__float__")
+    if is_number and "bool" not in str(getattr(value, "dtype", "")) and math.isfinite(float(value)) \
+            and float(value) > above:
+        return float(value)
+    what = "a positive finite number" if above == 0 else f"a finite number larger than {above:g}"
+    raise ValueError(f"{name} must be {what}{f' ({why})' if why else ''}, got {_described(value, name)}.")
+
+
+def sizes_list(sizes: object, name: str = "sizes") -> list[int]:
+    """Sequence lengths to measure (chapters 7 and 9): a non-empty, increasing list of positive integers.
+
+    Python and NumPy integers pass, as in :func:`positive_int`. Returns them as a list of ``int``.
+    """
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or isinstance(sizes, dict):
+        raise ValueError(f"{name} must be a non-empty list of positive ints, got {sizes!r}.")
+    values = list(sizes)
+    numbers = [_whole_number(t) for t in values]
+    if not numbers or any(n is None or n < 1 for n in numbers):
+        bad = next((f"; {t!r} ({_kind(t)}) is not one" for t, n in zip(values, numbers, strict=True) if n is None), "")
+        raise ValueError(f"{name} must be a non-empty list of positive ints, got {values!r}{bad}.")
+    if numbers != sorted(set(numbers)):
+        raise ValueError(f"{name} must be increasing without repeats, got {numbers}.")
+    return numbers
+
+
+def softmax_dim(x: object, dim: object) -> int:
+    """The checks of :func:`attn_helpers.softmax`: ``x`` a float tensor, ``dim`` an integer within its dimensions.
+
+    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range ``ValueError``.
+    """
+    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
+        as_float_tensor(x, "softmax input")  # raises the explanatory TypeError
+    number = _whole_number(dim)
+    if number is None:
+        raise TypeError(f"dim must be an integer such as -1 (the last dimension), got {dim!r}.")
+    if not -max(x.dim(), 1) <= number < max(x.dim(), 1):
+        raise ValueError(f"dim={number} is out of range for an input of shape {tuple(x.shape)}.")
+    return number
+
+
+def one_sequence_args(q: object, k: object, v: object, scale: object, owner: str) -> float:
+    """The checks of a function that takes one sequence, q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``
+    (``owner`` names it in the message), such as :func:`attn_helpers.attention.loop_attention`; returns the scale.
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        as_float_tensor(x, name, min_dim=2)
+        if x.dim() != 2:
+            raise ValueError(f"{owner} takes one sequence: {name} must be 2-D (t, d), got {tuple(x.shape)}.")
+    if q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
+        raise ValueError(
+            f"shapes do not fit: q {tuple(q.shape)} and k {tuple(k.shape)} need the same d_k, "
+            f"k and v {tuple(v.shape)} the same number of tokens."
+        )
+    return _scale_value(scale, q.shape[1])
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
@@ -180,16 +285,25 @@ def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: obje
 def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """Check a mask for scores of shape ``(..., t_q, t_k)``: bool (True = may attend) or additive float.
 
-    It must broadcast to the scores (it may add leading batch dimensions); a float mask may hold
-    finite numbers and ``-inf``, not NaN or ``+inf``.
+    It must broadcast to the scores without making them bigger: a mask may not add batch dimensions
+    (or sizes) that the queries, keys and values do not have. A float mask may hold finite numbers and
+    ``-inf``, not NaN or ``+inf``.
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    if not _broadcastable(mask.shape, scores_shape):
+    together = broadcast_shape(mask.shape, scores_shape)
+    if together is None:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., t_q, t_k); the last two dimensions must be "
             f"(t_q, t_k) = {tuple(scores_shape[-2:])} or 1."
+        )
+    if together != tuple(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} would turn the scores of shape {tuple(scores_shape)} into a "
+            f"batch of shape {together}: a mask may not add batch dimensions that the queries, keys and values "
+            f"do not have. For one sequence pass a (t_q, t_k) = {tuple(scores_shape[-2:])} mask; for several "
+            f"sequences, stack them so that the inputs have the batch dimension, shape {together[:-2]} + (t, d)."
         )
     if mask.dtype == torch.bool:
         return

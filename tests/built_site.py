@@ -7,13 +7,11 @@ Without a built site they skip, or fail when $CI is set (CI must build before it
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 from book_toc import toc_files  # noqa: E402
 
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))

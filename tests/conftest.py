@@ -1,6 +1,6 @@
-"""Shared test set-up: a non-interactive matplotlib backend, the repository root, scripts/ importable."""
+"""Shared test set-up: a non-interactive matplotlib backend and the repository root (scripts/ and _ext/ are importable
+through pyproject.toml's pytest `pythonpath`)."""
 
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -9,7 +9,6 @@ import pytest
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 
 @pytest.fixture(scope="session")

@@ -135,3 +135,38 @@ def test_attention_explains_bad_masks_and_scales():
         ah.attention(q, q, q, mask=torch.full((3, 3), math.inf))
     with pytest.raises(ValueError, match="scale must be a positive finite number"):
         ah.attention(q, q, q, scale=0.0)
+
+
+# ---------------------------------------------------------------- loop_attention (chapter 7)
+
+
+@pytest.mark.parametrize("t_q, t_k, d_k, d_v", [(1, 1, 1, 1), (5, 5, 4, 4), (3, 7, 6, 2)])
+def test_loop_attention_equals_book_attention(t_q, t_k, d_k, d_v):
+    gen = torch.Generator().manual_seed(t_q * 100 + t_k)
+    q, k, v = torch.randn(t_q, d_k, generator=gen), torch.randn(t_k, d_k, generator=gen), torch.randn(t_k, d_v, generator=gen)
+    out, w = ah.loop_attention(q, k, v)
+    ref_out, ref_w = ah.attention(q, k, v)
+    assert out.shape == (t_q, d_v) and w.shape == (t_q, t_k) and out.dtype == q.dtype
+    assert torch.allclose(out, ref_out, atol=1e-5) and torch.allclose(w, ref_w, atol=1e-6)
+
+
+def test_loop_attention_scale_and_large_scores():
+    q = torch.tensor([[100.0, 0.0]])
+    k = torch.tensor([[100.0, 0.0], [0.0, 100.0]])
+    v = torch.tensor([[1.0], [2.0]])
+    out, w = ah.loop_attention(q, k, v, scale=1.0)  # scores 1e4 and 0: must not overflow
+    assert torch.allclose(w, torch.tensor([[1.0, 0.0]])) and torch.allclose(out, torch.tensor([[1.0]]))
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2, 1)), ValueError, "must be 2-D"),
+    ((torch.randn(2, 3), torch.randn(4, 5), torch.randn(4, 2)), ValueError, "same d_k"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(5, 2)), ValueError, "same number of tokens"),
+    (([[1.0]], torch.randn(1, 1), torch.randn(1, 1)), TypeError, "must be a torch.Tensor"),
+    ((torch.ones(2, 2, dtype=torch.int64), torch.randn(1, 2), torch.randn(1, 1)), TypeError, "floating-point"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), True), TypeError, "scale must be a positive finite"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), -1.0), ValueError, "scale must be a positive finite"),
+])
+def test_loop_attention_rejects_bad_input(args, error, message):
+    with pytest.raises(error, match=message):
+        ah.loop_attention(*args)

@@ -1,12 +1,10 @@
 """The learner-time table on the instructors' page matches the chapters (all but the measured execution times)."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from chapter_times import BEGIN, END, ChapterTime, measure, replace_table, table  # noqa: E402
 

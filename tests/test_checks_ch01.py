@@ -91,7 +91,7 @@ def test_function_rejects_calling_ah_attention(fn):
 
 
 @pytest.mark.parametrize("fn, name", [
-    (lambda X: ah.cost.loop_attention(X, X, X, scale=1.0), "ah.cost.loop_attention"),
+    (lambda X: ah.loop_attention(X, X, X, scale=1.0), "ah.loop_attention"),
     (lambda X: (ah.merge.finish_partial(ah.merge.partial_attention(X, X, X, scale=1.0)),
                 torch.softmax(X @ X.T, dim=-1)), "ah.merge"),
 ])

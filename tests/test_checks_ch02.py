@@ -143,8 +143,8 @@ def attention_weights(x, dim=-1):  # the book's softmax, reached through attenti
 @pytest.mark.parametrize("fn, name", [
     (attention_weights, "ah.attention"),
     (lambda x, dim=-1: private_softmax(x, dim), "ah.softmax"),
-    (lambda x, dim=-1: ah.cost.loop_attention(x, torch.eye(x.shape[-1]), torch.eye(x.shape[-1]), scale=1.0)[1],
-     "ah.cost.loop_attention"),
+    (lambda x, dim=-1: ah.loop_attention(x, torch.eye(x.shape[-1]), torch.eye(x.shape[-1]), scale=1.0)[1],
+     "ah.loop_attention"),
     (lambda x, dim=-1: ah.merge.finish_partial(ah.merge.partial_attention(x, torch.eye(x.shape[-1]),
                                                                           torch.eye(x.shape[-1]), scale=1.0)),
      "ah.merge"),

@@ -106,7 +106,7 @@ def test_head_function_rejects_calling_the_head(shortcut):
 
 @pytest.mark.parametrize("shortcut, named", [
     (lambda head, x: ah.attention(head.W_q(x), head.W_k(x), head.W_v(x)), "ah.attention"),
-    (lambda head, x: [torch.stack(t) for t in zip(*(ah.cost.loop_attention(head.W_q(s), head.W_k(s), head.W_v(s))
+    (lambda head, x: [torch.stack(t) for t in zip(*(ah.loop_attention(head.W_q(s), head.W_k(s), head.W_v(s))
                                                      for s in x), strict=True)], "loop_attention"),
     (lambda head, x: (F.scaled_dot_product_attention(head.W_q(x), head.W_k(x), head.W_v(x)), None),
      "fused attention"),

@@ -392,7 +392,7 @@ def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every 
     (pairs_of_queries, "full rows of t_k scores"),
     (full_matrix, "builds a full t_q × t_k tensor"),
     (lambda q, k, v, block: ah.attention(q, k, v)[0], "calls ah.attention"),
-    (lambda q, k, v, block: ah.cost.loop_attention(q, k, v)[0], "calls ah.cost.loop_attention"),
+    (lambda q, k, v, block: ah.loop_attention(q, k, v)[0], "calls ah.loop_attention"),
     (sdpa, "F.scaled_dot_product_attention"),
     (lambda q, k, v, block: (reference_blockwise(q, k, v, block), None), "only the output tensor"),
     (lambda q, k, v, block: reference_blockwise(q, k, v, block).T, "has shape"),

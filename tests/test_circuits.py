@@ -20,7 +20,7 @@ def test_induction_batch_layout():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"batch_size": 0}, "batch_size must be an integer of at least 1"),
+    ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
     ({"vocab_size": 10}, "vocab_size=10 is too small"),
     ({"min_repeat": 11}, "too long"),
     ({"seq_len": 3}, "seq_len must be an integer of at least 4"),
@@ -159,13 +159,13 @@ def test_training_and_circuit_bad_input():
     model = circuits.AttentionOnly(24, 20, 16, 2)
     with pytest.raises(TypeError, match="AttentionOnly"):
         circuits.train_induction(torch.nn.Linear(2, 2))
-    with pytest.raises(ValueError, match="steps must be an integer of at least 1"):
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
         circuits.train_induction(model, steps=0)
     with pytest.raises(ValueError, match="log_every must be a positive integer or None"):
         circuits.train_induction(model, steps=2, log_every=0)
     with pytest.raises(ValueError, match="at least two layers"):
         circuits.measure_heads(circuits.AttentionOnly(24, 20, 16, 1))
-    with pytest.raises(ValueError, match="layer must be between 1 and 1"):
+    with pytest.raises(ValueError, match=r"layer must be an integer between 1 and 1 \(it reads the layer before it\), got 0"):
         circuits.qk_circuit(model, layer=0)
-    with pytest.raises(ValueError, match="layer must be between 1 and 0"):
+    with pytest.raises(ValueError, match="needs two layers or more; this one has 1"):
         circuits.qk_circuit(circuits.AttentionOnly(24, 20, 16, 1))

@@ -8,7 +8,6 @@ check cell calling check.<fn>(...) from attn_helpers/checks/chNN.py; tests/test_
 
 import importlib
 import re
-import sys
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import CHECK_CALL_RE, find_exercises, is_solution  # noqa: E402
 

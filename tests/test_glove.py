@@ -1,5 +1,6 @@
 """attn_helpers.glove: the shipped subset, torchtext's interface, the text loader and its error messages."""
 
+import hashlib
 import shutil
 import zipfile
 
@@ -112,6 +113,34 @@ def test_corrupt_subset_is_reported(copied_data):
     vectors.write_bytes(bytes(data))
     with pytest.raises(ah.glove.GloVeDataError, match="is corrupt: its SHA-256.*git checkout -- data/"):
         ah.GloVe()
+
+
+def test_garbled_header_with_matching_checksums_is_reported_with_the_fix(copied_data):
+    """A header rewritten to describe Python objects, checksums rewritten to match: NumPy would say "This
+    file contains pickled (object) data" and suggest unpickling it; the loader says what is wrong instead."""
+    vectors = copied_data / "glove.6B.50d.subset.npy"
+    data = vectors.read_bytes()
+    assert b"'<f4'" in data[:128]
+    vectors.write_bytes(data.replace(b"'<f4'", b"'|O' ", 1))  # the same length: the header stays well formed
+    sums = copied_data / "SHA256SUMS"
+    digest = hashlib.sha256(vectors.read_bytes()).hexdigest()
+    sums.write_text("".join(line if "subset.npy" not in line else f"{digest}  glove.6B.50d.subset.npy\n"
+                            for line in sums.read_text().splitlines(keepends=True)))
+    with pytest.raises(ah.glove.GloVeDataError, match=r"subset.npy is not a valid vector file \(its header describes "
+                       r"Python objects, not numbers\).*git checkout -- data/") as raised:
+        ah.GloVe()
+    assert "pickle" not in str(raised.value)  # never the advice to unpickle an untrusted file
+
+
+def test_a_damaged_cached_copy_is_parsed_again(tmp_path):
+    source = tmp_path / "glove.6B.3d.txt"
+    source.write_text("the 0.1 0.2 0.3\nof 1 2 3\n")
+    first = ah.glove._load_text_cached(source, None, 3, tmp_path / "cache")
+    [copy] = (tmp_path / "cache").glob("*.npy")
+    copy.write_bytes(copy.read_bytes().replace(b"'<f4'", b"'|O' ", 1))
+    words, vectors = ah.glove._load_text_cached(source, None, 3, tmp_path / "cache")
+    assert words == first[0] == ["the", "of"] and np.array_equal(vectors, first[1])
+    assert np.load(copy).dtype == np.float32  # and the copy was written again
 
 
 def test_missing_subset_is_reported(copied_data):

@@ -16,7 +16,6 @@ import torch
 from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, md, student_edition, without_metadata, write
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from grading import answers, sandbox  # noqa: E402
 from grading.assemble import (  # noqa: E402

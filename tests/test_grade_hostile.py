@@ -31,7 +31,6 @@ from grading_fixtures import (
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # grades whole folders in subprocesses, with real kernels: scheduled first (conftest.py)
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from grading.sandbox import BWRAP  # noqa: E402
 

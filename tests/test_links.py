@@ -128,8 +128,7 @@ def test_link_checker_catches_a_missing_file_and_a_missing_anchor(tmp_path: Path
 
 # --- Launch buttons and citations: static checks of the built pages -------------------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
-from launch_buttons import configure, placeholder_problem  # noqa: E402
+from launch_buttons import configure, placeholder_problem  # noqa: E402  (_ext/ is on the path: pyproject.toml)
 
 CHAPTER_PAGES = [p for p in PAGES if p.parts[0] == "chapters"]
 HREF = re.compile(r'href="(https?://[^"]+)"')

@@ -19,7 +19,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # runs real nbgrader, with real kernels: scheduled first (conftest.py)
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import find_exercises, is_solution  # noqa: E402
 from make_nbgrader import BEGIN, END, POINTS, as_comments, make_nbgrader, nbgrader_source  # noqa: E402

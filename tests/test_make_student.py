@@ -4,7 +4,6 @@ plain Markdown. Checked structurally for every chapter; execution is tested on o
 
 import copy
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -14,7 +13,6 @@ from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from exercise_cells import CHECK_TAG, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
 from grading.assemble import assemble, read_book  # noqa: E402

@@ -1,6 +1,5 @@
 """scripts/plain_markdown.py: MyST roles and directives become the plain Markdown the website shows."""
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -8,7 +7,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from plain_markdown import ChapterText, MystError, chapter_number, exercise_heading, myst_left  # noqa: E402
 

@@ -5,10 +5,7 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-EXT = Path(__file__).resolve().parent.parent / "_ext"
-CONF = f"""import sys
-sys.path.insert(0, {str(EXT)!r})
-extensions = ["static_files"]
+CONF = """extensions = ["static_files"]  # from _ext/, which pyproject.toml puts on the tests' path
 html_static_path = ["_static"]
 html_extra_path = ["_extra"]
 """

@@ -29,7 +29,7 @@ def test_recall_batch_is_seeded():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"n_pairs": 9}, "n_pairs <= n_keys"),
-    ({"n_pairs": 0}, "n_pairs must be an integer of at least 1"),
+    ({"n_pairs": 0}, "n_pairs must be a positive integer, got 0"),
     ({"n_keys": 27, "n_pairs": 3}, "26 letters"),
     ({"n_values": 11}, "10 digits"),
     ({"n_values": 1}, "n_values must be an integer of at least 2"),

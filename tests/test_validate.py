@@ -104,11 +104,80 @@ def test_softmax_does_not_modify_its_input():
     assert torch.equal(x, before)
 
 
-def test_masks_that_enlarge_the_batch_and_float64_masks():
+def test_a_mask_may_not_add_batch_dimensions_the_inputs_do_not_have():
+    """A (3, t, t) mask with one (t, d) sequence used to turn the result into a batch of 3, silently."""
+    q = torch.randn(4, 3)  # one sequence, (t, d)
+    keep = torch.rand(3, 4, 4) > 0.2
+    fix = r"batch of shape \(3, 4, 4\).*may not add batch dimensions.*pass a \(t_q, t_k\) = \(4, 4\) mask"
+    with pytest.raises(ValueError, match=fix):
+        ah.attention(q, q, q, mask=keep)
+    with pytest.raises(ValueError, match="may not add batch dimensions"):
+        ah.merge.partial_attention(q, q, q, mask=keep)
+    with pytest.raises(ValueError, match="may not add batch dimensions"):  # nor enlarge a batch of 1
+        ah.attention(q[None], q[None], q[None], mask=keep)
+    out, w = ah.attention(q.expand(3, 4, 3), q, q, mask=keep)  # with a batch of 3 queries it is one mask each
+    assert w.shape == (3, 4, 4) and torch.equal(w[keep.logical_not()], torch.zeros(int((~keep).sum())))
+    with pytest.raises(ValueError, match="may not add batch dimensions"):  # not even one of size 1
+        ah.attention(q, q, q, mask=keep[:1])
+    assert ah.attention(q, q, q, mask=keep[0])[1].shape == (4, 4)
+
+
+def test_float64_masks():
     q = torch.randn(4, 3)
-    keep = torch.rand(2, 4, 4) > 0.2
-    keep[..., 0] = True
-    out, w = ah.attention(q, q, q, mask=keep)  # the mask adds a batch dimension: not in place
-    assert w.shape == (2, 4, 4) and torch.allclose(w, torch.softmax((q @ q.T / math.sqrt(3)).masked_fill(~keep, -math.inf), -1))
     additive = torch.zeros(4, 4, dtype=torch.float64)
     assert torch.allclose(ah.attention(q, q, q, mask=additive)[1], ah.attention(q, q, q)[1])
+
+
+def test_integer_bounds_and_reasons_in_the_message():
+    assert validate.integer(-3, "offset") == -3 and validate.positive_int(np.int64(2), "layer", maximum=2) == 2
+    with pytest.raises(ValueError, match=r"layer must be an integer between 1 and 2 \(it reads the layer before it\), got 3"):
+        validate.positive_int(3, "layer", maximum=2, why="it reads the layer before it")
+    with pytest.raises(ValueError, match=r"offset must be an integer, got True \(a bool, not a number\)"):
+        validate.integer(True, "offset")
+
+
+@pytest.mark.parametrize("value, message", [
+    (0, r"must be a positive finite number, got 0\."),
+    (True, r"got True \(a bool, not a number\)"),
+    ("2", r"got T='2' \(a string\)"),
+    (math.inf, "finite"),
+    (torch.tensor([1.0, 2.0]), "positive finite number"),
+])
+def test_positive_number_rejects_with_what_was_passed(value, message):
+    with pytest.raises(ValueError, match=message):
+        validate.positive_number(value, "T")
+
+
+def test_positive_number_takes_numpy_and_0d_tensors_and_a_lower_bound():
+    assert validate.positive_number(np.float32(0.5), "T") == 0.5 and validate.positive_number(torch.tensor(2), "T") == 2.0
+    with pytest.raises(ValueError, match=r"base must be a finite number larger than 1 \(the papers use 10000\), got 1"):
+        ah.position.frequencies(4, base=1)
+
+
+def test_sizes_list_takes_numpy_integers_and_explains_the_rest():
+    assert validate.sizes_list(np.array([16, 32])) == [16, 32]
+    assert validate.sizes_list([np.int64(8), 16]) == [8, 16]
+    for bad in ([], [16, True], [16.0, 32], "16", [0, 1], None):
+        with pytest.raises(ValueError, match="sizes must be a non-empty list of positive ints"):
+            validate.sizes_list(bad)
+    with pytest.raises(ValueError, match="increasing without repeats"):
+        validate.sizes_list([32, 16])
+
+
+@pytest.mark.parametrize("call", [
+    lambda n: ah.position.sinusoidal_encoding(n, 4),
+    lambda n: ah.position.frequencies(n),
+    lambda n: ah.depth.stack_attention(torch.randn(3, 2), n),
+    lambda n: ah.heads_task.two_back_batch(2, seq_len=n),
+    lambda n: ah.tasks.recall_batch(n),
+    lambda n: ah.training.copy_task_batch(n),
+    lambda n: ah.circuits.induction_batch(n),
+    lambda n: ah.null_attention.retrieval_task(n),
+    lambda n: ah.cost.measure_flops([n], d=8, num_heads=2),
+    lambda n: ah.blocks.TransformerBlock(4, 2, d_ff=n),
+])
+def test_every_module_takes_numpy_integers_and_refuses_bools_the_same_way(call):
+    """One integer check for the whole package: NumPy's integers pass everywhere, a bool fails everywhere."""
+    call(np.int64(4))
+    with pytest.raises(ValueError, match=r"True \(a bool, not a number\)"):
+        call(True)

@@ -153,10 +153,10 @@ def check_value(answer: object, expected: float, name: str, mistakes: Mapping[st
 def book_attention() -> dict[Callable, str]:
     """The book's functions that compute attention, or its running softmax (chapter 9), for the caller,
     named as a learner reaches them: for :class:`Watch` in exercises that ask for attention by hand."""
-    from .. import cost, merge
-    from ..attention import attention
+    from .. import merge
+    from ..attention import attention, loop_attention
 
-    return {attention: "ah.attention", cost.loop_attention: "ah.cost.loop_attention",
+    return {attention: "ah.attention", loop_attention: "ah.loop_attention",
             merge.partial_attention: "ah.merge.partial_attention", merge.merge_partials: "ah.merge.merge_partials",
             merge.finish_partial: "ah.merge.finish_partial"}
 
