@@ -130,6 +130,10 @@ def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
             f"decode_window scores a query against more than window = {window} keys ({big[0].name} on shapes "
             f"{big[0].inputs}): that is recomputing from a full cache (or from all the queries at once), which "
             f"the ring buffer replaces. Hint: at step n, score q[n] against the {window} slots of the buffer only.")
+    if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and torch.isnan(answer).any():
+        raise CheckFailed(f"decode_window{what} contains NaN: a query had no slot to attend, so its softmax was over "
+                          f"-inf alone. Hint: at step 0 the buffer is empty until token 0 is written; write first, "
+                          f"then attend.")
     expected = attention(q, k, v, sliding_window.window_mask(t, window=window))[0]
     check_tensor(answer, expected, f"decode_window{what}", {
         "before the buffer is full some slots are still empty (zeros), and the query attended them too: mask "
