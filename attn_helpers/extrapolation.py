@@ -51,7 +51,7 @@ class PositionModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor, allowed: torch.Tensor | None = None, theta: torch.Tensor | None = None,
                 factor: float = 1.0) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        b, t = tokens.shape
+        b, t = validate.token_ids(tokens, self.vocab_size)
         if self.scheme == "learned" and t > self.max_len:
             raise ValueError(f"a learned position table has {self.max_len} rows: it cannot read {t} tokens.")
         x = self.embed(tokens)  # (b, t, d_model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "even_int",
     "scale_factor",
     "rope_inputs",
+    "token_ids",
 ]
 
 
@@ -318,7 +320,7 @@ def even_int(value: object, name: str) -> int:
 
 def scale_factor(value: object, name: str) -> float:
     """``value`` as a float after checking it is a finite number ``>= 1``: how many times longer (chapter 11)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 1
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 1
     if not ok:
         raise ValueError(
             f"{name} must be a number of at least 1 (the new length over the trained one, e.g. 4 for 4 times "
@@ -343,3 +345,14 @@ def rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
             raise ValueError(f"positions must hold t = {t} numbers, one per row of x, got shape {tuple(p.shape)}. "
                              f"For 0, 1, …, t-1 leave it out.")
     return t, d
+
+
+def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
+    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)`` (chapter 11)."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.numel() == 0:
+        raise ValueError(f"tokens must be a non-empty (b, t) tensor of integer ids (torch.long), got "
+                         f"{getattr(tokens, 'shape', type(tokens).__name__)} {getattr(tokens, 'dtype', '')}.")
+    if tokens.min() < 0 or tokens.max() >= vocab_size:
+        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), got ids "
+                         f"{int(tokens.min())} … {int(tokens.max())}.")
+    return tokens.shape[0], tokens.shape[1]

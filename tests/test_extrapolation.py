@@ -53,5 +53,9 @@ def test_bad_input_says_what_to_do():
         extrapolation.PositionModel("t5", vocab_size=10)
     with pytest.raises(ValueError, match="must be even"):
         extrapolation.PositionModel("rope", vocab_size=10, d_model=12, num_heads=4)
+    with pytest.raises(ValueError, match="token ids must lie in 0 … 9"):
+        extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([[3, 10]]))
+    with pytest.raises(ValueError, match="tokens must be a non-empty \\(b, t\\) tensor"):
+        extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([3, 4]))
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         extrapolation.train(extrapolation.PositionModel("none", vocab_size=10), steps=0)
