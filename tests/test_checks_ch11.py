@@ -131,6 +131,16 @@ def _full_cache(q, k, v, window):  # the shortcut: keep every key, mask to the b
     return torch.stack(outs)
 
 
+def _full_cache_elementwise(q, k, v, window):  # the same shortcut without a matrix product
+    outs = []
+    for n in range(q.shape[0]):
+        scores = (k[: n + 1] * q[n]).sum(-1) / math.sqrt(q.shape[1])
+        scores[: max(0, n + 1 - window)] = -math.inf
+        w = scores.exp() / scores.exp().sum()
+        outs.append((w[:, None] * v[: n + 1]).sum(0))
+    return torch.stack(outs)
+
+
 def _all_at_once(q, k, v, window):
     t = q.shape[0]
     band = torch.ones(t, t, dtype=torch.bool).tril() & ~torch.ones(t, t, dtype=torch.bool).tril(-window)
@@ -183,6 +193,7 @@ def _window_written_in(q, k, v, window):
 @pytest.mark.parametrize("wrong, hint", [
     (_full_cache, "recomputing from a full cache"),
     (_all_at_once, "recomputing from a full cache"),
+    (_full_cache_elementwise, "recomputing from a full cache"),
     (_variant(mask_empty=False), "mask the slots that hold no token"),
     (_variant(write_first=False), "contains NaN.*write first, then attend"),
     (_attend_then_write, "attended the buffer before its own key"),

@@ -109,8 +109,9 @@ def _by_ring(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, *, 
     return torch.stack(outs)  # (t, d)
 
 
-_SCORING = ("mm", "bmm", "mv", "dot", "matmul", "addmm", "baddbmm", "_softmax", "_log_softmax", "exp",
-            "_safe_softmax", "logsumexp")
+# the operators that score keys or normalise scores: none may see more than `window` keys at a step
+_SCORING = ("mm", "bmm", "mv", "addmv", "dot", "matmul", "addmm", "baddbmm", "sum", "amax", "max", "_softmax",
+            "_log_softmax", "exp", "_safe_softmax", "logsumexp")
 
 
 def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
