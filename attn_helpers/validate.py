@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +28,10 @@ __all__ = [
     "head_inputs",
     "multi_head_inputs",
     "lengths_list",
+    "even_int",
+    "scale_factor",
+    "rope_inputs",
+    "token_ids",
 ]
 
 
@@ -414,3 +419,54 @@ def lengths_list(lengths: object) -> list[int]:
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
         raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
     return [positive_int(n, "every length", 0) for n in lengths]
+
+
+def even_int(value: object, name: str) -> int:
+    """``value`` as an ``int`` after checking it is a positive even number, such as RoPE's width (chapter 11)."""
+    number = positive_int(value, name)
+    if number % 2:
+        raise ValueError(
+            f"{name} must be even, got {number}: RoPE turns the features in pairs, one pair per frequency. "
+            f"Use an even {name} (e.g. {number + 1})."
+        )
+    return number
+
+
+def scale_factor(value: object, name: str) -> float:
+    """``value`` as a float after checking it is a finite number ``>= 1``: how many times longer (chapter 11)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 1
+    if not ok:
+        raise ValueError(
+            f"{name} must be a number of at least 1 (the new length over the trained one, e.g. 4 for 4 times "
+            f"longer), got {value!r}."
+        )
+    return float(value)
+
+
+def rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
+    """The checks of RoPE with given frequencies: ``x`` ``(..., t, d)``, positions ``(t,)`` or None, theta ``(d/2,)``.
+
+    Returns ``(t, d)`` (chapter 11).
+    """
+    as_float_tensor(x, "x", min_dim=2)
+    t, d = x.shape[-2], even_int(x.shape[-1], "the last dimension of x")
+    if not isinstance(theta, torch.Tensor) or theta.shape != (d // 2,) or not torch.is_floating_point(theta):
+        raise ValueError(f"theta must be a float tensor of d/2 = {d // 2} frequencies, one per pair of "
+                         f"features, got {getattr(theta, 'shape', theta)!r}.")
+    if positions is not None:
+        p = torch.as_tensor(positions)
+        if p.dtype == torch.bool or torch.is_complex(p) or p.shape != (t,):
+            raise ValueError(f"positions must hold t = {t} numbers, one per row of x, got shape {tuple(p.shape)}. "
+                             f"For 0, 1, …, t-1 leave it out.")
+    return t, d
+
+
+def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
+    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)`` (chapter 11)."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.numel() == 0:
+        raise ValueError(f"tokens must be a non-empty (b, t) tensor of integer ids (torch.long), got "
+                         f"{getattr(tokens, 'shape', type(tokens).__name__)} {getattr(tokens, 'dtype', '')}.")
+    if tokens.min() < 0 or tokens.max() >= vocab_size:
+        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), got ids "
+                         f"{int(tokens.min())} … {int(tokens.max())}.")
+    return tokens.shape[0], tokens.shape[1]

@@ -181,3 +181,18 @@ def test_every_module_takes_numpy_integers_and_refuses_bools_the_same_way(call):
     call(np.int64(4))
     with pytest.raises(ValueError, match=r"True \(a bool, not a number\)"):
         call(True)
+
+
+def test_chapter_11_checks_accept_good_input_and_name_the_fix():
+    assert validate.scale_factor(np.int64(2), "s") == 2.0 and validate.even_int(8, "d") == 8 and validate.scale_factor(4, "s") == 4.0
+    assert validate.rope_inputs(torch.zeros(3, 4), [0, 1, 2], torch.ones(2)) == (3, 4)
+    assert validate.token_ids(torch.tensor([[0, 4]]), 5) == (1, 2)
+    with pytest.raises(ValueError, match="must be even, got 5.*e.g. 6"):
+        validate.even_int(5, "d")
+    for bad in (0.5, True, float("nan"), "2"):
+        with pytest.raises(ValueError, match="at least 1"):
+            validate.scale_factor(bad, "s")
+    with pytest.raises(ValueError, match="token ids must lie in 0 … 4"):
+        validate.token_ids(torch.tensor([[-1, 2]]), 5)
+    with pytest.raises(ValueError, match="torch.long"):
+        validate.token_ids(torch.tensor([[0.0, 2.0]]), 5)

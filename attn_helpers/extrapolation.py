@@ -1,0 +1,112 @@
+"""Train short, test long (chapter 11): chapter 8's induction model with five ways to know positions.
+
+:class:`PositionModel` mirrors ``circuits.AttentionOnly`` (token embedding, causal attention layers
+with residual connections, no MLP, an unembedding), with ``h`` heads per layer and one of five
+position schemes: ``"learned"`` and ``"sinusoidal"`` add a vector per position to the tokens, ``"rope"``
+rotates queries and keys, ``"alibi"`` adds a linear distance penalty to the scores, ``"none"`` relies
+on the causal mask alone. :func:`train` fits it on ``circuits.induction_batch`` at one length;
+:func:`accuracy` measures it at any length.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import validate
+from .circuits import induction_batch
+from .long_context import alibi_bias, rope_with_frequencies
+from .masks import causal_mask
+from .position import frequencies, sinusoidal_encoding
+
+__all__ = ["SCHEMES", "PositionModel", "train", "accuracy"]
+
+SCHEMES = ("learned", "sinusoidal", "rope", "alibi", "none")
+
+
+class PositionModel(nn.Module):
+    """A causal attention-only model with ``n_layers`` layers of ``num_heads`` heads and one position ``scheme``.
+
+    ``forward(tokens, allowed=None, theta=None, factor=1.0)`` takes ids ``(b, t)`` and returns logits
+    ``(b, t, vocab_size)`` and each layer's weights ``(b, h, t, t)``. ``allowed`` ``(t, t)`` (bool) narrows
+    the causal mask, e.g. to a window; ``theta`` ``(d_k/2,)`` replaces RoPE's frequencies and ``factor``
+    multiplies RoPE's queries and keys (YaRN). A ``"learned"`` model reads at most ``max_len`` tokens
+    (chapter 11).
+    """
+
+    def __init__(self, scheme: str, vocab_size: int, d_model: int = 32, num_heads: int = 4, n_layers: int = 2,
+                 max_len: int = 32):
+        super().__init__()
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
+        self.scheme, self.vocab_size = scheme, validate.positive_int(vocab_size, "vocab_size", 2)
+        self.num_heads, self.max_len = validate.positive_int(num_heads, "num_heads"), max_len
+        self.d_k = validate.even_int(d_model // num_heads, "d_model / num_heads")
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(validate.positive_int(max_len, "max_len"), d_model) if scheme == "learned" else None
+        self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
+        self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
+        self.unembed = nn.Linear(d_model, vocab_size, bias=False)
+
+    def forward(self, tokens: torch.Tensor, allowed: torch.Tensor | None = None, theta: torch.Tensor | None = None,
+                factor: float = 1.0) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        b, t = validate.token_ids(tokens, self.vocab_size)
+        if self.scheme == "learned" and t > self.max_len:
+            raise ValueError(f"a learned position table has {self.max_len} rows: it cannot read {t} tokens.")
+        x = self.embed(tokens)  # (b, t, d_model)
+        if self.scheme == "learned":
+            x = x + self.pos.weight[:t]
+        elif self.scheme == "sinusoidal":
+            x = x + sinusoidal_encoding(t, x.shape[-1])
+        allowed = causal_mask(t) if allowed is None else causal_mask(t) & allowed  # (t, t)
+        bias = alibi_bias(self.num_heads, t) if self.scheme == "alibi" else torch.zeros(t, t)  # (h or 1, t, t)
+        bias = bias.masked_fill(~allowed, float("-inf"))  # an additive mask, as in chapter 7
+        theta = frequencies(self.d_k) if theta is None else theta  # (d_k/2,)
+        weights = []
+        for qkv, out in zip(self.qkv, self.out, strict=True):
+            q, k, v = qkv(x).view(b, t, 3, self.num_heads, self.d_k).permute(2, 0, 3, 1, 4)  # (b, h, t, d_k) each
+            if self.scheme == "rope":
+                q, k = factor * rope_with_frequencies(torch.stack([q, k]), theta)  # both turned, and scaled
+            w = torch.softmax(q @ k.transpose(-2, -1) / self.d_k ** 0.5 + bias, dim=-1)  # (b, h, t, t)
+            x = x + out((w @ v).transpose(1, 2).reshape(b, t, -1))  # (b, t, d_model): the residual stream
+            weights.append(w)
+        return self.unembed(x), weights
+
+
+def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size: int = 32, lr: float = 0.01,
+          seed: int = 0) -> list[float]:
+    """Adam on ``circuits.induction_batch`` sequences of ``seq_len`` tokens; returns the loss of every step (chapter 11).
+
+    The loss is the cross-entropy of the next token at the positions inside the repeat. Seeded, one thread.
+    """
+    steps, batch_size = validate.positive_int(steps, "steps"), validate.positive_int(batch_size, "batch_size")
+    gen = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a fixed summation order: the same losses on every run
+    losses = []
+    try:
+        for _ in range(steps):
+            tokens, scored = induction_batch(batch_size, model.vocab_size, seq_len, generator=gen)  # (b, t) each
+            logits, _ = model(tokens)
+            where = scored[:, :-1]  # position j predicts token j + 1
+            loss = F.cross_entropy(logits[:, :-1][where], tokens[:, 1:][where])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    return losses
+
+
+@torch.no_grad()
+def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, **forward: object) -> float:
+    """Share of the predictable next tokens of ``n`` fresh sequences of ``seq_len`` tokens that ``model`` gets
+    right (chapter 11); ``forward`` goes to the model (``allowed``, ``theta``, ``factor``)."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens, scored = induction_batch(validate.positive_int(n, "n"), model.vocab_size, seq_len, generator=gen)
+    logits, _ = model(tokens, **forward)
+    right = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (n, t - 1)
+    return float(right[scored[:, :-1]].float().mean())

@@ -1,0 +1,88 @@
+"""Sliding-window attention with a ring-buffer cache, and attention sinks (chapter 11).
+
+Under a sliding window of width w, the token at position p sees only the w positions ``p - w + 1 … p``.
+Decoding then needs only the last w keys and values: :class:`RingCache` keeps them in w slots, writing
+token n into slot ``n mod w`` over the oldest one, so its memory stays the same however long the text.
+With ``sinks`` > 0 the first tokens are kept as well, in slots of their own (StreamingLLM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import validate
+from .masks import causal_mask
+
+__all__ = ["window_mask", "ring_slot", "RingCache"]
+
+
+def window_mask(t_q: int, t_k: int | None = None, *, window: int, sinks: int = 0) -> torch.Tensor:
+    """The banded causal mask, bool ``(t_q, t_k)``, **True = may attend** (chapter 11).
+
+    The queries are the last ``t_q`` of ``t_k`` positions, as in ``ah.causal_mask``: query i sits at
+    ``p = t_k - t_q + i`` and may attend key j when ``p - window < j <= p``, or when ``j < sinks``.
+    """
+    window = validate.positive_int(window, "window")
+    sinks = validate.positive_int(sinks, "sinks", 0)
+    causal = causal_mask(t_q, t_k)  # (t_q, t_k), checks the sizes
+    t_q, t_k = causal.shape
+    distance = torch.arange(t_k - t_q, t_k)[:, None] - torch.arange(t_k)  # (t_q, t_k): p - j
+    return causal & ((distance < window) | (torch.arange(t_k) < sinks))
+
+
+def ring_slot(n: int, window: int, sinks: int = 0) -> int:
+    """The slot token n is written to in a ring buffer of ``sinks + window`` slots (chapter 11).
+
+    The first ``sinks`` tokens keep slots ``0 … sinks-1``; every later token overwrites the oldest
+    of the other ``window`` slots: ``sinks + (n - sinks) mod window``.
+    """
+    n = validate.positive_int(n, "n", 0)
+    window = validate.positive_int(window, "window")
+    sinks = validate.positive_int(sinks, "sinks", 0)
+    return n if n < sinks else sinks + (n - sinks) % window
+
+
+@dataclass(frozen=True)
+class RingCache:
+    """The keys and values of the last ``window`` tokens (and of the first ``sinks``), for one layer (chapter 11).
+
+    ``k`` and ``v`` have shape ``(b, g, sinks + window, d_k)``, whatever the number of tokens seen;
+    ``positions`` ``(sinks + window,)`` says which token each slot holds (-1: empty). Keys are stored
+    as they are given, so give them their positions (RoPE) *before* writing them. :meth:`write` returns
+    a new cache; :meth:`allowed` says which slots a new query may attend.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+    positions: torch.Tensor
+    window: int
+    sinks: int = 0
+
+    @classmethod
+    def empty(cls, b: int, g: int, d_k: int, window: int, sinks: int = 0,
+              dtype: torch.dtype = torch.float32) -> RingCache:
+        """A cache with ``sinks + window`` empty slots of keys and values ``(b, g, ·, d_k)``."""
+        slots = validate.positive_int(window, "window") + validate.positive_int(sinks, "sinks", 0)
+        zeros = torch.zeros(b, g, slots, d_k, dtype=dtype)  # (b, g, slots, d_k)
+        return cls(zeros, zeros.clone(), torch.full((slots,), -1), window, sinks)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the cached keys and values: constant."""
+        return self.k.nbytes + self.v.nbytes
+
+    def write(self, k_new: torch.Tensor, v_new: torch.Tensor, n: int) -> RingCache:
+        """A cache with token n's key and value ``(b, g, 1, d_k)`` in slot :func:`ring_slot` ``(n)``."""
+        if k_new.shape != (*self.k.shape[:2], 1, self.k.shape[3]) or v_new.shape != k_new.shape:
+            raise ValueError(f"write one token at a time: keys and values of shape (b, g, 1, d_k) = "
+                             f"{(*self.k.shape[:2], 1, self.k.shape[3])}, got {tuple(k_new.shape)} and "
+                             f"{tuple(v_new.shape)}.")
+        slot = torch.tensor([ring_slot(n, self.window, self.sinks)])
+        return RingCache(self.k.index_copy(2, slot, k_new), self.v.index_copy(2, slot, v_new),
+                         self.positions.index_copy(0, slot, torch.tensor([n])), self.window, self.sinks)
+
+    def allowed(self) -> torch.Tensor:
+        """Which slots hold a token, bool ``(sinks + window,)``: the mask of a query that comes after them all."""
+        return self.positions >= 0

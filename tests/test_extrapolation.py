@@ -1,0 +1,61 @@
+"""Tests for chapter 11's train-short-test-long model."""
+
+import pytest
+import torch
+
+from attn_helpers import extrapolation, long_context, position, sliding_window
+
+
+@pytest.mark.parametrize("scheme", extrapolation.SCHEMES)
+def test_every_scheme_runs_and_is_causal(scheme):
+    torch.manual_seed(0)
+    model = extrapolation.PositionModel(scheme, vocab_size=20, max_len=8)
+    tokens = torch.randint(20, (2, 8))
+    logits, weights = model(tokens)
+    assert logits.shape == (2, 8, 20) and [w.shape for w in weights] == [(2, 4, 8, 8)] * 2
+    changed = tokens.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % 20
+    assert torch.allclose(model(changed)[0][:, :-1], logits[:, :-1], atol=1e-6)  # the last token changes no earlier one
+
+
+def test_learned_positions_stop_at_their_table_and_the_others_run_longer():
+    models = {s: extrapolation.PositionModel(s, vocab_size=40, max_len=8) for s in extrapolation.SCHEMES}
+    with pytest.raises(ValueError, match="cannot read 16 tokens"):
+        models["learned"](torch.zeros(1, 16, dtype=torch.long))
+    for scheme in ("sinusoidal", "rope", "alibi", "none"):
+        assert models[scheme](torch.zeros(1, 16, dtype=torch.long))[0].shape == (1, 16, 40)
+
+
+def test_rope_model_with_its_own_frequencies_is_unchanged_and_a_window_narrows_it():
+    torch.manual_seed(0)
+    model = extrapolation.PositionModel("rope", vocab_size=20)
+    tokens = torch.randint(20, (1, 12))
+    base = model(tokens)[0]
+    assert torch.allclose(model(tokens, theta=position.frequencies(8))[0], base, atol=1e-6)
+    assert not torch.allclose(model(tokens, theta=long_context.interpolation(position.frequencies(8), 2))[0], base)
+    assert not torch.allclose(model(tokens, factor=1.2)[0], base)
+    _, weights = model(tokens, allowed=sliding_window.window_mask(12, window=3))
+    assert (weights[0][..., 5, :3] == 0).all()
+
+
+def test_training_is_seeded_and_learns():
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = extrapolation.PositionModel("learned", vocab_size=24, max_len=12)
+        runs.append(extrapolation.train(model, seq_len=12, steps=30, batch_size=16))
+    assert runs[0] == runs[1] and runs[0][-1] < runs[0][0]
+    assert 0 <= extrapolation.accuracy(model, 12, n=20) <= 1
+
+
+def test_bad_input_says_what_to_do():
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        extrapolation.PositionModel("t5", vocab_size=10)
+    with pytest.raises(ValueError, match="must be even"):
+        extrapolation.PositionModel("rope", vocab_size=10, d_model=12, num_heads=4)
+    with pytest.raises(ValueError, match="token ids must lie in 0 … 9"):
+        extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([[3, 10]]))
+    with pytest.raises(ValueError, match="tokens must be a non-empty \\(b, t\\) tensor"):
+        extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([3, 4]))
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        extrapolation.train(extrapolation.PositionModel("none", vocab_size=10), steps=0)

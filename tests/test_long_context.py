@@ -1,0 +1,122 @@
+"""Tests for chapter 11's positions past the trained length: RoPE layouts, ALiBi, stretched frequencies."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attn_helpers as ah
+from attn_helpers import long_context, position
+
+
+def test_halves_order_moves_pair_2i_2i1_to_i_i_plus_half():
+    order = long_context.halves_order(6)
+    assert order.tolist() == [0, 2, 4, 1, 3, 5]
+    for i in range(3):  # features 2i and 2i+1 end up at i and i + 3
+        assert order[i] == 2 * i and order[i + 3] == 2 * i + 1
+
+
+def test_rope_halves_is_interleaved_rope_on_reordered_features():
+    x = torch.randn(3, 2, 5, 10)
+    positions = torch.tensor([3, 9, 0, 40, 7])
+    order = long_context.halves_order(10)
+    assert torch.equal(long_context.rope_halves(x[..., order], positions), position.rope(x, positions)[..., order])
+    assert not torch.allclose(long_context.rope_halves(x, positions), position.rope(x, positions))
+
+
+def test_rope_halves_matches_rotate_half_written_out():
+    x = torch.randn(4, 8)
+    angles = torch.arange(4.0)[:, None] * position.frequencies(8).float()  # (t, d/2)
+    cos, sin = torch.cos(angles).repeat(1, 2), torch.sin(angles).repeat(1, 2)
+    rotated = torch.cat([-x[:, 4:], x[:, :4]], dim=-1)
+    assert torch.allclose(long_context.rope_halves(x), x * cos + rotated * sin, atol=1e-6)
+
+
+def test_rope_with_frequencies_is_chapter_8s_rope_for_its_frequencies():
+    x = torch.randn(2, 7, 8)
+    assert torch.allclose(long_context.rope_with_frequencies(x, position.frequencies(8), [1, 2, 3, 4, 5, 6, 90]),
+                          position.rope(x, [1, 2, 3, 4, 5, 6, 90]), atol=1e-6)
+
+
+def test_rope_scores_depend_on_the_offset_only_with_any_frequencies():
+    theta = long_context.yarn(8, 4, 16)
+    q, k = torch.randn(1, 8), torch.randn(1, 8)
+    score = [(long_context.rope_with_frequencies(q, theta, [m]) @ long_context.rope_with_frequencies(k, theta, [m + 3]).T).item()
+             for m in (0, 5, 50)]
+    assert max(score) - min(score) < 1e-4
+
+
+@pytest.mark.parametrize("h, expected", [
+    (8, [2.0 ** -i for i in range(1, 9)]),
+    (4, [0.25, 0.0625, 0.015625, 0.00390625]),
+    (1, [2.0 ** -8]),
+])
+def test_alibi_slopes_are_the_papers(h, expected):
+    assert torch.allclose(long_context.alibi_slopes(h), torch.tensor(expected))
+
+
+def test_alibi_slopes_for_a_head_count_that_is_not_a_power_of_two():
+    slopes = long_context.alibi_slopes(12)  # the 8 of h = 8, then every other slope of h = 16
+    assert torch.allclose(slopes[:8], long_context.alibi_slopes(8))
+    assert torch.allclose(slopes[8:], long_context.alibi_slopes(16)[0::2][:4])
+
+
+def test_alibi_bias_is_causal_linear_and_works_as_sdpa_mask():
+    bias = long_context.alibi_bias(2, 4)
+    assert bias.shape == (2, 4, 4) and torch.isinf(bias[:, 0, 1:]).all()
+    assert bias[1, 3, 0] == -3 * long_context.alibi_slopes(2)[1]
+    assert not torch.signbit(bias[:, range(4), range(4)]).any()  # +0 on the diagonal, not -0
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    ours, _ = ah.attention(q, k, v, mask=bias)
+    assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=bias), atol=1e-6)
+
+
+def test_alibi_bias_for_new_tokens_is_aligned_at_the_bottom_right():
+    full = long_context.alibi_bias(4, 6)
+    assert torch.equal(long_context.alibi_bias(4, 2, 6), full[:, 4:])
+
+
+def test_interpolation_maps_the_longer_range_onto_the_trained_one():
+    theta = position.frequencies(16)
+    pi = long_context.interpolation(theta, 4)
+    assert torch.allclose(400 * pi, 100 * theta)
+
+
+def test_ntk_aware_keeps_the_fastest_pair_and_divides_the_slowest_by_s():
+    theta, ntk = position.frequencies(64), long_context.ntk_aware(64, 8)
+    assert ntk[0] == theta[0] and torch.isclose(ntk[-1], theta[-1] / 8)
+    assert ((ntk <= theta) & (ntk >= theta / 8 - 1e-18)).all()
+
+
+def test_yarn_keeps_fast_pairs_interpolates_slow_ones_and_ramps_between():
+    theta, yarn = position.frequencies(128), long_context.yarn(128, 4, 4096)
+    turns = 4096 * theta / (2 * math.pi)
+    assert torch.equal(yarn[turns > 32], theta[turns > 32])
+    assert torch.allclose(yarn[turns < 1], theta[turns < 1] / 4)
+    ramp = (turns >= 1) & (turns <= 32)
+    assert ramp.sum() > 10 and (yarn[ramp] <= theta[ramp]).all() and (yarn[ramp] >= theta[ramp] / 4).all()
+
+
+def test_yarn_attention_factor():
+    assert long_context.yarn_attention_factor(1) == 1.0
+    assert math.isclose(long_context.yarn_attention_factor(16), 0.1 * math.log(16) + 1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: long_context.halves_order(7), "must be even"),
+    (lambda: long_context.halves_order(True), "a bool"),
+    (lambda: long_context.rope_halves(torch.randn(3, 5)), "must be even"),
+    (lambda: long_context.rope_halves(torch.randn(3, 4), positions=[0, 1]), "positions must hold t = 3"),
+    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), torch.ones(3)), "d/2 = 2 frequencies"),
+    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), [1.0, 0.5]), "d/2 = 2 frequencies"),
+    (lambda: long_context.alibi_slopes(0), "positive integer"),
+    (lambda: long_context.alibi_bias(2, 5, 3), "t_q=5 queries but only t_k=3"),
+    (lambda: long_context.interpolation(position.frequencies(8), 0.5), "at least 1"),
+    (lambda: long_context.ntk_aware(8, "2"), "at least 1"),
+    (lambda: long_context.yarn(8, 2, 0), "trained_len must be a positive integer"),
+    (lambda: long_context.yarn_attention_factor(float("inf")), "at least 1"),
+])
+def test_bad_input_says_what_to_do(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
