@@ -8,7 +8,7 @@ import torch
 
 from .. import long_context, position, sliding_window
 from ..attention import attention
-from . import CheckFailed, Watch, check_tensor, on_other_sizes, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, on_other_sizes, tensors_from_outside
 
 __all__ = ["alibi_slopes_8", "layout_weights", "layout_function", "ring_inputs", "ring_decoder"]
 
@@ -46,7 +46,8 @@ def _per_head(W: torch.Tensor, h: int, order: torch.Tensor) -> torch.Tensor:
     return W.view(h, d_k, -1)[:, order].reshape(W.shape)  # rows reordered inside each head
 
 
-def _scores(W_q: torch.Tensor, W_k: torch.Tensor, x: torch.Tensor, h: int, rope: Callable) -> torch.Tensor:
+def _scores(W_q: torch.Tensor, W_k: torch.Tensor, x: torch.Tensor, h: int, layout: str) -> torch.Tensor:
+    rope = long_context.rope_halves if layout == "halves" else position.rope
     t = x.shape[0]
     q, k = ((x @ W.T).view(t, h, -1).transpose(0, 1) for W in (W_q, W_k))  # (h, t, d_k) each
     return rope(q) @ rope(k).transpose(-2, -1)  # (h, t, t)
@@ -55,7 +56,7 @@ def _scores(W_q: torch.Tensor, W_k: torch.Tensor, x: torch.Tensor, h: int, rope:
 def _check_layouts(fn: Callable, h: int, d_k: int, d_model: int, what: str) -> None:
     W_q, W_k = layout_weights(h, d_k, d_model)
     with Watch([long_context.halves_order]) as watch:
-        new_q, new_k = fn(W_q.clone(), h), fn(W_k.clone(), h)
+        new_q, new_k = (call(fn, W.clone(), h, name="to_halves") for W in (W_q, W_k))
     if watch.called:
         raise CheckFailed("to_halves calls ah.long_context.halves_order, which builds the order for you: the "
                           "exercise asks you to build it. Hint: list the even features of a head, then the odd ones.")
@@ -70,8 +71,8 @@ def _check_layouts(fn: Callable, h: int, d_k: int, d_model: int, what: str) -> N
             _per_head(W_q, h, order.argsort()),
     })
     x = torch.randn(5, d_model, generator=torch.Generator().manual_seed(1102))  # (t, d_model)
-    check_tensor(_scores(new_q.detach(), new_k.detach(), x, h, long_context.rope_halves),
-                 _scores(W_q, W_k, x, h, position.rope),
+    check_tensor(_scores(new_q.detach(), new_k.detach(), x, h, "halves"),
+                 _scores(W_q, W_k, x, h, "interleaved"),
                  f"scores with the halves layout{what}", atol=1e-3)
 
 
@@ -120,7 +121,7 @@ def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
                  sliding_window.RingCache.write: "RingCache.write",
                  sliding_window.window_mask: "ah.sliding_window.window_mask"}
     with Watch(forbidden) as watch:
-        answer = fn(q.clone(), k.clone(), v.clone(), window)
+        answer = call(fn, q.clone(), k.clone(), v.clone(), window, name="decode_window")
     if watch.called:
         raise CheckFailed(f"decode_window calls {', '.join(sorted(watch.called))}, which does the exercise for you. "
                           f"Hint: compute the slot and the mask yourself, from n and window.")
