@@ -33,8 +33,8 @@ __all__ = [
 # public modules, imported on first attribute access
 _MODULES = (
     "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "glove", "heads_task",
-    "inference", "layout", "masks", "merge", "modules", "null_attention", "plotting", "position", "scaling",
-    "tables", "tasks", "torch_compat", "training", "validate",
+    "inference", "latent", "layout", "linear_attention", "masks", "merge", "modules", "null_attention", "plotting",
+    "position", "scaling", "speculative", "tables", "tasks", "torch_compat", "training", "validate",
 )
 _LAZY = {"plot_attention": "plotting", "plot_heads": "plotting"}  # top-level names from heavy modules
 

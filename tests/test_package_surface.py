@@ -72,7 +72,10 @@ def defined_names(path: str) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", PUBLIC_MODULES + [f"checks.ch{n:02d}" for n in range(1, 10)])
+CHECK_MODULES = sorted(f"checks.{p.stem}" for p in Path(ah.__path__[0], "checks").glob("ch[0-9][0-9].py"))
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES + CHECK_MODULES)
 def test_every_module_lists_exactly_its_public_names(module):
     mod = importlib.import_module(f"attn_helpers.{module}")
     assert hasattr(mod, "__all__"), f"attn_helpers.{module} has no __all__"
