@@ -17,6 +17,7 @@ from torch import nn
 
 from . import validate
 from .attention import attention
+from .inference import grouped_query_attention
 from .masks import causal_mask
 from .position import rope
 
@@ -90,7 +91,9 @@ class LatentAttention(nn.Module):
             W_uk = self.W_uk.weight.view(h, d_k, d_c)  # (h, d_k, d_c): head i's key is W_uk[i] c
             q_latent = q @ W_uk  # (b, h, t_new, d_c): W_uk[i]ᵀ q, the query seen from the latent
             keys = torch.cat([cache.c, cache.k_rope], dim=-1)[:, None]  # (b, 1, t, d_c + d_r), shared by the heads
-            o_latent, _ = attention(torch.cat([q_latent, q_rope], dim=-1), keys, cache.c[:, None], mask, scale)
+            # grouped_query_attention scales by 1/√(d_c + d_r); these scores need 1/√(d_k + d_r), as the long way's
+            queries = torch.cat([q_latent, q_rope], dim=-1) * (scale * math.sqrt(d_c + d_r))  # (b, h, t_new, d_c + d_r)
+            o_latent, _ = grouped_query_attention(queries, keys, cache.c[:, None], mask)  # (b, h, t_new, d_c): MQA
             W_uv = self.W_uv.weight.view(h, d_k, d_c)  # (h, d_k, d_c)
             W_o = self.W_o.weight.view(self.d_model, h, d_k).permute(1, 2, 0)  # (h, d_k, d_model)
             out = (o_latent @ (W_uv.transpose(1, 2) @ W_o)).sum(dim=1)  # (b, h, t_new, d_model) summed over heads

@@ -12,13 +12,19 @@ between them).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import validate
 
-__all__ = ["feature_map", "decay_mask", "parallel", "recurrent", "chunked", "LinearAttentionHead"]
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+__all__ = ["feature_map", "decay_mask", "parallel", "recurrent", "chunked", "LinearAttentionHead", "plot_recall"]
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -128,3 +134,25 @@ class LinearAttentionHead(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}"
+
+
+def plot_recall(accuracy: pd.DataFrame, chance: float) -> plt.Axes:
+    """Recall accuracy against the number of pairs, one line per model (a column of ``accuracy``) (chapter 12)."""
+    import matplotlib.pyplot as plt
+
+    if accuracy.empty:
+        raise ValueError("plot_recall needs a non-empty DataFrame indexed by the number of pairs, one column per model.")
+    _, ax = plt.subplots(figsize=(6, 3.8))
+    for i, ((name, column), marker) in enumerate(zip(accuracy.items(), "osv^D" * len(accuracy.columns), strict=False)):
+        size = max(4, 11 - 3 * i)  # each line thinner than the one before, so that equal lines stay visible
+        ax.plot(column.index, column.values, marker=marker, markersize=size, linewidth=size / 3, label=str(name))
+    ax.axhline(chance, color="grey", linestyle=":", label="chance")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(accuracy.index), [str(n) for n in accuracy.index])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("key-value pairs in the sequence")
+    ax.set_ylabel("accuracy on held-out sequences")
+    ax.set_title("Associative recall: softmax and linear attention")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax
