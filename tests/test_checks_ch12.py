@@ -111,6 +111,7 @@ def test_recurrent_accepts_reference(capsys):
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
     (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
     (fixed_size, "decay argument"),
+    (lambda q, k, v, decay: reference_recurrent(q.float(), k.float(), v.float(), decay), "float64"),
 ])
 def test_recurrent_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -169,6 +170,7 @@ SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
     (without_diagonal, "sees itself"),
     (transposed, "not its descendants"),
     (lambda p, n: ~reference_verify_mask(p, n), "inverted"),
+    (lambda p, n: reference_verify_mask(p, n).roll(-n, dims=1), "columns come first"),
     (lambda p, n: reference_verify_mask(p, n)[:, n:], "n_cached more columns"),
     (lambda p, n: reference_verify_mask(p, n).int(), "bool tensor"),
     (lambda p, n: torch.cat([torch.ones(len(p), n, dtype=torch.bool), ah.speculative.tree_mask(p)], 1), "tree_mask"),

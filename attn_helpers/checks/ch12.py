@@ -94,6 +94,9 @@ def recurrent_function(fn: Callable[..., torch.Tensor]) -> None:
                 raise CheckFailed("the output contains NaN. Hint: token i sees itself, so add φ(k_i) v_iᵀ to the "
                                   "state before you read it with φ(q_i); otherwise the first token sees nothing.")
             name = "linear_step_by_step(q, k, v, decay)" + (f" on {where}" if where else "")
+            if isinstance(answer, torch.Tensor) and answer.dtype in (torch.float32, torch.float16, torch.bfloat16):
+                raise CheckFailed(f"{name} is {answer.dtype}, but q, k and v are float64 and the three forms agree to "
+                                  f"float64's rounding. Hint: keep the inputs' dtype (new_zeros makes the state in it).")
             check_tensor(answer, la.parallel(q, k, v, decay), name, mistakes, atol=1e-10)
 
 
@@ -140,6 +143,7 @@ def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Seque
         "row i is what token i may see: its ancestors (earlier tokens), not its descendants.":
             torch.cat([cached, tree.T], dim=1),
         "True must mean 'may attend'; this mask is inverted.": ~expected,
+        "the cached tokens come first in the sequence, so their columns come first too.": torch.cat([tree, cached], 1),
     }
     if answer.shape == tree.shape and n_cached:
         raise CheckFailed(f"{name} has shape {tuple(answer.shape)}, only the drafts' columns. Hint: the drafts "
