@@ -56,7 +56,8 @@ def draft_model(target: TinyDecoder, n_layers: int) -> TinyDecoder:
     if n_layers >= len(target.layers):
         raise ValueError(f"a draft needs fewer layers than the target's {len(target.layers)}, got {n_layers}.")
     first = target.layers[0]
-    draft = TinyDecoder(target.vocab, first.d_model, first.num_heads, first.num_kv_heads, n_layers)
+    draft = TinyDecoder(vocab=target.vocab, d_model=first.d_model, num_heads=first.num_heads,
+                        num_kv_heads=first.num_kv_heads, n_layers=n_layers)
     draft.embed, draft.out = target.embed, target.out  # shared with the target, not copied
     draft.layers = nn.ModuleList(target.layers[:n_layers])
     return draft
