@@ -72,7 +72,7 @@ def defined_names(path: str) -> set[str]:
     return names
 
 
-CHECK_MODULES = sorted(f"checks.{p.stem}" for p in Path(ah.__path__[0], "checks").glob("ch[0-9][0-9].py"))
+CHECK_MODULES = sorted(f"checks.{p.stem}" for p in (Path(ah.__file__).parent / "checks").glob("ch[0-9][0-9].py"))
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES + CHECK_MODULES)
