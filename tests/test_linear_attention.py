@@ -61,7 +61,7 @@ def test_head_matches_parallel_form():
 
 @pytest.mark.parametrize("decay, error, match", [
     (0.0, ValueError, r"\(0, 1\]"), (1.5, ValueError, r"\(0, 1\]"), (True, TypeError, "number"),
-    ("0.9", TypeError, "number"), (float("nan"), ValueError, r"\(0, 1\]"),
+    ("0.9", TypeError, "number"), (float("nan"), ValueError, r"\(0, 1\]"), (torch.ones(2), TypeError, "number"),
 ])
 def test_bad_decay(decay, error, match):
     q, k, v = qkv()
