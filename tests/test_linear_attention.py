@@ -4,7 +4,15 @@ import pytest
 import torch
 
 from attn_helpers import validate
-from attn_helpers.linear_attention import LinearAttentionHead, chunked, decay_mask, feature_map, parallel, recurrent
+from attn_helpers.linear_attention import (
+    LinearAttentionHead,
+    chunked,
+    decay_mask,
+    feature_map,
+    parallel,
+    plot_recall,
+    recurrent,
+)
 
 
 def qkv(t=13, d_k=4, d_v=3, batch=(2,), seed=0):
@@ -85,3 +93,20 @@ def test_bad_inputs():
         chunked(q, k, v, 0)
     with pytest.raises(ValueError, match="d_model"):
         LinearAttentionHead(6, 4)(torch.randn(3, 5))
+
+
+def test_plot_recall():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    frame = pd.DataFrame({"softmax": [1.0, 0.9], "linear": [0.8, 0.5]}, index=[2, 4])
+    ax = plot_recall(frame, chance=0.1)
+    assert [line.get_label() for line in ax.get_lines()] == ["softmax", "linear", "chance"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "4"]
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="non-empty"):
+        plot_recall(pd.DataFrame(), chance=0.1)
+
