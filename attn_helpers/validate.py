@@ -26,6 +26,7 @@ __all__ = [
     "broadcast_shape",
     "attention_args",
     "head_inputs",
+    "decay_rate",
     "multi_head_inputs",
     "lengths_list",
     "even_int",
@@ -224,6 +225,22 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
             return None
         out.append(big.pop() if big else 1)
     return tuple(reversed(out))
+
+
+def decay_rate(value: object, name: str = "decay") -> float:
+    """``value`` as a float after checking it is a real number in (0, 1] (chapter 12's decay γ).
+
+    Rejects bools, strings, tensors of more than one number, and numbers outside (0, 1].
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, str, torch.Tensor)) or not hasattr(value, "__float__"):
+        raise TypeError(f"{name} must be a number in (0, 1], got {value!r} ({type(value).__name__}); 1 means no decay.")
+    number = float(value)
+    if not 0 < number <= 1:
+        raise ValueError(f"{name} must lie in (0, 1], got {number!r}: each step multiplies the state by it, "
+                         f"so 1 keeps everything and 0.9 forgets a tenth a token.")
+    return number
 
 
 def _broadcastable(*shapes: tuple[int, ...]) -> bool:

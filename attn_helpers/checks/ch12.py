@@ -1,0 +1,169 @@
+"""Self-checks for chapter 12's exercises (see ``attn_helpers.checks``)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Sequence
+
+import torch
+
+from .. import linear_attention as la
+from ..speculative import tree_mask
+from . import CheckFailed, Watch, check_tensor, check_value, on_other_sizes, reached_functions, tensors_from_outside
+
+__all__ = [
+    "D_C", "D_K", "D_ROPE", "DTYPE", "H", "N_LAYERS", "PARENTS", "N_CACHED", "mla_bytes", "recurrent_function",
+    "recurrent_inputs", "verify_mask_function",
+]
+
+# Exercise ex-ch12-predict: the MLA model whose cache the learner sizes.
+N_LAYERS, H, D_K, D_C, D_ROPE = 4, 8, 32, 64, 16
+DTYPE = torch.bfloat16
+
+
+def mla_bytes(answer: object) -> None:
+    """Exercise ex-ch12-predict: bytes a token adds to the cache of 4 MLA layers, d_c = 64, d_rope = 16, bfloat16."""
+    B = torch.finfo(DTYPE).bits // 8
+    check_value(answer, N_LAYERS * (D_C + D_ROPE) * B, "mla_bytes", {
+        "that is the cache of ordinary multi-head attention: MLA caches the latent c, not the keys and values "
+            "of every head.": 2 * N_LAYERS * H * D_K * B,
+        "the latent c serves as keys AND values: it is cached once, not twice.": N_LAYERS * (2 * D_C + D_ROPE) * B,
+        "the RoPE key is shared by all heads: one per token, not one per head.": N_LAYERS * (D_C + H * D_ROPE) * B,
+        "the RoPE key is cached too, next to the latent.": N_LAYERS * D_C * B,
+        "bfloat16 takes 2 bytes a number, not 4.": N_LAYERS * (D_C + D_ROPE) * 4,
+        "every layer has its own cache: multiply by the number of layers.": (D_C + D_ROPE) * B,
+    }, atol=0.5, rtol=0)
+
+
+def recurrent_inputs(t: int = 11, d_k: int = 4, d_v: int = 3, seed: int = 1200) -> tuple[torch.Tensor, ...]:
+    """Exercise ex-ch12-recurrent: q, k ``(t, d_k)`` and v ``(t, d_v)`` in float64."""
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(t, d, generator=gen, dtype=torch.float64) for d in (d_k, d_k, d_v))
+
+
+def _weighted(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num: torch.Tensor, den: torch.Tensor
+              ) -> torch.Tensor:
+    """Outputs with the weight masks ``num`` (for the values) and ``den`` (for the normaliser), each (t, t)."""
+    A = la.feature_map(q) @ la.feature_map(k).T  # (t, t)
+    return ((A * num) @ v) / (A * den).sum(-1, keepdim=True)
+
+
+def _run_recurrent(fn: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: float) -> object:
+    t = q.shape[0]
+    forbidden = {la.parallel: "ah.linear_attention.parallel", la.recurrent: "ah.linear_attention.recurrent",
+                 la.chunked: "ah.linear_attention.chunked", la.decay_mask: "ah.linear_attention.decay_mask",
+                 la.LinearAttentionHead.forward: "ah.linear_attention.LinearAttentionHead"}
+    with Watch(forbidden) as watch:
+        answer = fn(q.clone(), k.clone(), v.clone(), decay)
+    if watch.called:
+        raise CheckFailed(f"linear_step_by_step calls {', '.join(sorted(watch.called))}, which computes linear "
+                          f"attention for you. Hint: keep a (d_k, d_v) state and a (d_k,) normaliser, and update "
+                          f"them once per token.")
+    if watch.used_softmax():
+        raise CheckFailed("linear_step_by_step calls a softmax. Hint: linear attention weighs key j by "
+                          "φ(q_i)·φ(k_j) and divides by their sum; no exponential of the scores.")
+    for op in watch.ops:
+        if any(sum(size == t for size in shape) >= 2 for shape in op.outputs):
+            raise CheckFailed(f"linear_step_by_step builds a tensor of shape {op.outputs[0]} (operator {op.name}), "
+                              f"which holds t × t = {t} × {t} numbers: the form that grows with t. Hint: carry a "
+                              f"state of fixed size from token to token instead.")
+    return answer
+
+
+def recurrent_function(fn: Callable[..., torch.Tensor]) -> None:
+    """Exercise ex-ch12-recurrent: ``fn(q, k, v, decay)`` is causal linear attention, one state update a token."""
+    for q, k, v, decay, where in ((*recurrent_inputs(), 0.8, None),
+                                  (*recurrent_inputs(7, 5, 2, seed=1201), 0.6, "t = 7, d_k = 5, d_v = 2, decay 0.6")):
+        t = q.shape[0]
+        causal, D = la.decay_mask(t, 1.0, q.dtype), la.decay_mask(t, decay, q.dtype)
+        mistakes = {
+            "the decay is missing: multiply the state (and the normaliser) by decay before adding each token.":
+                _weighted(q, k, v, causal, causal),
+            "the normaliser z must decay as the state S does: z = decay · z + φ(k_i).": _weighted(q, k, v, D, causal),
+            "divide by φ(q_i)·z: without the normaliser the weights do not sum to one.":
+                (la.feature_map(q) @ la.feature_map(k).T * D) @ v,
+            "apply the feature map φ = ah.linear_attention.feature_map to the queries and keys first.":
+                ((q @ k.T * D) @ v) / (q @ k.T * D).sum(-1, keepdim=True),
+        }
+        context = on_other_sizes("linear_step_by_step", f"other inputs ({where})", "take every size from q, k and v, "
+                                 "not from numbers, and use the decay argument.") if where else contextlib.nullcontext()
+        with context:
+            answer = _run_recurrent(fn, q, k, v, decay)
+            if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and torch.isnan(answer).any():
+                raise CheckFailed("the output contains NaN. Hint: token i sees itself, so add φ(k_i) v_iᵀ to the "
+                                  "state before you read it with φ(q_i); otherwise the first token sees nothing.")
+            name = "linear_step_by_step(q, k, v, decay)" + (f" on {where}" if where else "")
+            if isinstance(answer, torch.Tensor) and answer.dtype in (torch.float32, torch.float16, torch.bfloat16):
+                raise CheckFailed(f"{name} is {answer.dtype}, but q, k and v are float64 and the three forms agree to "
+                                  f"float64's rounding. Hint: keep the inputs' dtype (new_zeros makes the state in it).")
+            check_tensor(answer, la.parallel(q, k, v, decay), name, mistakes, atol=1e-10)
+
+
+PARENTS, N_CACHED = [-1, 0, 0, 1, 1, 2, -1], 5  # exercise ex-ch12-tree: the draft tree and the cached tokens
+_OTHER_TREES = [([-1, 0, 1, 2], 3), ([-1, -1, 0, 1, 0], 1), ([-1, 0, 0, 0, 3, 3, 1, 6], 2)]
+
+
+def _expected(parents: Sequence[int], n_cached: int) -> torch.Tensor:
+    n = len(parents)
+    return torch.cat([torch.ones(n, n_cached, dtype=torch.bool), tree_mask(parents)], dim=1)  # (n, n_cached + n)
+
+
+def _parent_only(parents: Sequence[int]) -> torch.Tensor:
+    mask = torch.eye(len(parents), dtype=torch.bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            mask[i, p] = True
+    return mask
+
+
+def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Sequence[int], n_cached: int) -> None:
+    n = len(parents)
+    with Watch({tree_mask: "ah.speculative.tree_mask"}) as watch:
+        try:
+            answer = fn(list(parents), n_cached)
+        except Exception as error:
+            raise CheckFailed(f"verify_mask({list(parents)}, {n_cached}) raised {type(error).__name__}: {error}. "
+                              f"Hint: parents is a list of ints, n_cached an int.") from error
+    if watch.called:
+        raise CheckFailed("verify_mask calls ah.speculative.tree_mask, which builds the tree part for you. "
+                          "Hint: a token sees what its parent sees, and itself.")
+    name = f"verify_mask({list(parents)}, {n_cached})"
+    if not isinstance(answer, torch.Tensor) or answer.dtype != torch.bool:
+        raise CheckFailed(f"{name} should be a bool tensor (True = may attend), got "
+                          f"{getattr(answer, 'dtype', type(answer).__name__)}.")
+    expected, cached = _expected(parents, n_cached), torch.ones(n, n_cached, dtype=torch.bool)
+    tree = tree_mask(parents)
+    mistakes = {
+        "a tree is not a chain: the causal mask lets a token see the drafts of other branches. Follow the "
+        "parents instead.": torch.ones(n, n_cached + n, dtype=torch.bool).tril(diagonal=n_cached),
+        "a token sees all its ancestors, not just its parent: its parent's row is part of its own.":
+            torch.cat([cached, _parent_only(parents)], dim=1),
+        "each draft token sees itself too (the diagonal).": torch.cat([cached, tree & ~torch.eye(n, dtype=bool)], 1),
+        "row i is what token i may see: its ancestors (earlier tokens), not its descendants.":
+            torch.cat([cached, tree.T], dim=1),
+        "True must mean 'may attend'; this mask is inverted.": ~expected,
+        "the cached tokens come first in the sequence, so their columns come first too.": torch.cat([tree, cached], 1),
+    }
+    if answer.shape == tree.shape and n_cached:
+        raise CheckFailed(f"{name} has shape {tuple(answer.shape)}, only the drafts' columns. Hint: the drafts "
+                          f"attend to the cached tokens too, which come first: n_cached more columns.")
+    check_tensor(answer.float(), expected.float(), name, {h: m.float() for h, m in mistakes.items()})
+
+
+def verify_mask_function(fn: Callable[[Sequence[int], int], torch.Tensor]) -> None:
+    """Exercise ex-ch12-tree: ``fn(parents, n_cached)`` is the (n, n_cached + n) bool mask of a draft tree."""
+    for reached in reached_functions(fn):  # functools.cache and its kind: computed again, under the watch
+        if hasattr(reached, "cache_clear"):
+            reached.cache_clear()
+    if outside := tensors_from_outside(fn):
+        raise CheckFailed(f"verify_mask reads {', '.join(outside)}, which holds tensors made before this call: build "
+                          f"the mask inside the function, from parents and n_cached alone, on every call.")
+    for parents, n_cached in [(PARENTS, N_CACHED), *_OTHER_TREES]:
+        first = parents is PARENTS
+        context = contextlib.nullcontext() if first else on_other_sizes(
+            "verify_mask", f"another tree (parents {parents}, n_cached = {n_cached})",
+            "take every size from parents and n_cached, not from numbers.")
+        with context, contextlib.redirect_stdout(io.StringIO()):  # one line for all the trees, printed below
+            _check_tree(fn, parents, n_cached)
+    print("✓ verify_mask: correct")

@@ -1,0 +1,113 @@
+"""Checking many draft tokens at once: the verification step of speculative decoding (chapter 12).
+
+A small draft model guesses ``k`` tokens; the large target model scores all of them in one pass over
+its KV cache (the bottom-right causal mask of chapter 9) and keeps the longest prefix it agrees with,
+plus its own next token. With greedy decoding the result is exactly the target's own output.
+:func:`tree_mask` lets one pass check a tree of guesses; :func:`rollback` drops the cached keys and
+values of rejected tokens. The models are chapter 9's :class:`~attn_helpers.inference.TinyDecoder`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from . import validate
+from .inference import KVCache, TinyDecoder
+
+__all__ = ["tree_mask", "rollback", "draft_model", "SpeculativeRun", "speculative_generate"]
+
+
+def tree_mask(parents: Sequence[int]) -> torch.Tensor:
+    """``(n, n)`` bool mask of a tree of ``n`` draft tokens: token i may see token j iff j is i or one of its ancestors.
+
+    ``parents[i]`` is the index of token i's parent, smaller than i, or -1 for a token that follows the
+    already accepted text directly (chapter 12). A chain, ``parents = [-1, 0, 1, …]``, gives the causal mask.
+    """
+    n = len(parents)
+    mask = torch.eye(n, dtype=torch.bool)  # (n, n): every token sees itself
+    for i, p in enumerate(parents):
+        p = validate.positive_int(p, f"parents[{i}]", -1)
+        if p >= i:
+            raise ValueError(f"parents[{i}] = {p}: a token's parent must come before it (an index below {i}, or -1).")
+        if p >= 0:
+            mask[i] = mask[i] | mask[p]  # its parent's ancestors are its own
+    return mask
+
+
+def rollback(caches: Sequence[KVCache], n: int) -> list[KVCache]:
+    """The caches of the first ``n`` tokens only: what is left after rejecting the later ones (chapter 12)."""
+    n = validate.positive_int(n, "n")
+    if any(n > len(c) for c in caches):
+        raise ValueError(f"cannot keep {n} tokens of a cache that holds {min(len(c) for c in caches)}.")
+    return [dataclasses.replace(c, k=c.k[:, :, :n], v=c.v[:, :, :n]) for c in caches]  # (b, g, n, d_k) each
+
+
+def draft_model(target: TinyDecoder, n_layers: int) -> TinyDecoder:
+    """A smaller decoder: ``target``'s embedding, its first ``n_layers`` layers and its output map (chapter 12).
+
+    Layer skipping: the draft is the target cut short, so it needs no training of its own.
+    """
+    n_layers = validate.positive_int(n_layers, "n_layers")
+    if n_layers >= len(target.layers):
+        raise ValueError(f"a draft needs fewer layers than the target's {len(target.layers)}, got {n_layers}.")
+    first = target.layers[0]
+    draft = TinyDecoder(vocab=target.vocab, d_model=first.d_model, num_heads=first.num_heads,
+                        num_kv_heads=first.num_kv_heads, n_layers=n_layers)
+    draft.embed, draft.out = target.embed, target.out  # shared with the target, not copied
+    draft.layers = nn.ModuleList(target.layers[:n_layers])
+    return draft
+
+
+@dataclass
+class SpeculativeRun:
+    """What :func:`speculative_generate` did: the tokens, and per round how many drafts the target accepted."""
+
+    tokens: torch.Tensor
+    accepted: list[int] = field(default_factory=list)
+    target_passes: int = 0
+    draft_passes: int = 0
+
+
+@torch.no_grad()
+def speculative_generate(target: TinyDecoder, draft: TinyDecoder, prompt: torch.Tensor, n_new: int, k: int
+                         ) -> SpeculativeRun:
+    """Greedy speculative decoding of ``n_new`` tokens after ``prompt`` ``(1, t)``, ``k`` drafts a round (chapter 12).
+
+    Each round the draft proposes ``k`` tokens, one cached step each; the target scores them in one
+    pass and keeps the drafts up to the first it would not have chosen, then its own token there.
+    Both caches are rolled back to the kept tokens. The tokens are those of ``target.generate``.
+    """
+    n_new, k = validate.positive_int(n_new, "n_new"), validate.positive_int(k, "k")
+    if prompt.dim() != 2 or prompt.shape[0] != 1:
+        raise ValueError(f"prompt must be one sequence of shape (1, t), got {tuple(prompt.shape)}: "
+                         f"each sequence accepts a different number of drafts.")
+    logits, t_caches = target(prompt)  # (1, t, vocab): the prompt's pass gives the first new token
+    run = SpeculativeRun(torch.cat([prompt, logits[:, -1:].argmax(-1)], dim=1), target_passes=1)
+    d_caches, d_seen = None, 0  # the draft has seen no token yet
+    while run.tokens.shape[1] < prompt.shape[1] + n_new:
+        seq = run.tokens  # (1, n): the last token is not in the target's cache yet
+        drafts = []
+        for _ in range(k):  # the draft guesses k tokens, one cached step each
+            new = drafts[-1] if drafts else seq[:, d_seen:]  # (1, ·): what the draft has not seen yet
+            d_logits, d_caches = draft(new, d_caches)
+            d_seen += new.shape[1]
+            drafts.append(d_logits[:, -1:].argmax(-1))  # (1, 1)
+            run.draft_passes += 1
+        guess = torch.cat(drafts, dim=1)  # (1, k)
+        logits, t_caches = target(torch.cat([seq[:, -1:], guess], dim=1), t_caches)  # (1, k + 1, vocab): one pass
+        run.target_passes += 1
+        choice = logits.argmax(-1)  # (1, k + 1): the target's token after the last one and after each draft
+        agree = int((guess == choice[:, :k]).int().cumprod(dim=1).sum())  # drafts kept: the leading matches
+        run.accepted.append(agree)
+        run.tokens = torch.cat([seq, guess[:, :agree], choice[:, agree:agree + 1]], dim=1)
+        keep = run.tokens.shape[1] - 1  # every token but the newest is now in the caches
+        t_caches = rollback(t_caches, keep)
+        d_seen = min(d_seen, keep)
+        d_caches = rollback(d_caches, d_seen)
+    run.tokens = run.tokens[:, :prompt.shape[1] + n_new]
+    return run

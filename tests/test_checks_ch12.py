@@ -1,0 +1,183 @@
+"""Chapter 12's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers.checks import CheckFailed
+from attn_helpers.checks import ch12 as check
+from attn_helpers.linear_attention import feature_map
+
+# ex-ch12-predict: the bytes a token adds to an MLA cache
+
+L, H, D_K, D_C, D_R, B = 4, 8, 32, 64, 16, 2
+
+
+def test_mla_bytes_accepts_reference(capsys):
+    check.mla_bytes(L * (D_C + D_R) * B)
+    assert "✓ mla_bytes: correct" in capsys.readouterr().out
+
+
+def test_mla_bytes_accepts_the_measured_cache(capsys):
+    torch.manual_seed(0)
+    layer = ah.latent.LatentAttention(H * D_K, H, D_C, D_R).to(check.DTYPE)
+    with torch.no_grad():
+        _, cache = layer(torch.randn(1, 10, H * D_K, dtype=check.DTYPE))
+    check.mla_bytes(check.N_LAYERS * cache.nbytes // 10)
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (2 * L * H * D_K * B, "not the keys and values of every head"),
+    (L * (2 * D_C + D_R) * B, "cached once, not twice"),
+    (L * (D_C + H * D_R) * B, "one per token, not one per head"),
+    (L * D_C * B, "RoPE key is cached too"),
+    (L * (D_C + D_R) * 4, "2 bytes"),
+    ((D_C + D_R) * B, "number of layers"),
+    (700, "is not right"),
+    ("640", "should be a number"),
+])
+def test_mla_bytes_rejects_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.mla_bytes(wrong)
+
+
+# ex-ch12-recurrent: linear attention one token at a time
+
+
+def reference_recurrent(q, k, v, decay):
+    fq, fk = feature_map(q), feature_map(k)
+    S, z = q.new_zeros(q.shape[1], v.shape[1]), q.new_zeros(q.shape[1])
+    outs = []
+    for i in range(q.shape[0]):
+        S = decay * S + torch.outer(fk[i], v[i])
+        z = decay * z + fk[i]
+        outs.append(fq[i] @ S / (fq[i] @ z))
+    return torch.stack(outs)
+
+
+def with_(change):
+    """The reference with one step changed: 'no_decay', 'z_no_decay', 'no_norm', 'no_phi', 'read_first'."""
+    def fn(q, k, v, decay):
+        fq, fk = (q, k) if change == "no_phi" else (feature_map(q), feature_map(k))
+        S, z = q.new_zeros(q.shape[1], v.shape[1]), q.new_zeros(q.shape[1])
+        outs = []
+        for i in range(q.shape[0]):
+            if change == "read_first":
+                outs.append(fq[i] @ S / (fq[i] @ z))
+            S = (1 if change == "no_decay" else decay) * S + torch.outer(fk[i], v[i])
+            z = (1 if change in ("no_decay", "z_no_decay") else decay) * z + fk[i]
+            if change != "read_first":
+                outs.append(fq[i] @ S if change == "no_norm" else fq[i] @ S / (fq[i] @ z))
+        return torch.stack(outs)
+    return fn
+
+
+def parallel_by_hand(q, k, v, decay):  # builds the t × t matrix: the form the exercise rules out
+    t = q.shape[0]
+    i = torch.arange(t)
+    D = torch.where(i[:, None] >= i[None], decay ** (i[:, None] - i[None]).clamp_min(0).double(), 0.0)
+    A = feature_map(q) @ feature_map(k).T * D
+    return (A @ v) / A.sum(-1, keepdim=True)
+
+
+def broadcast_pairs(q, k, v, decay):  # a (t, t, d_k) tensor of every query-key pair, never a (t, t) matrix by mm
+    t = q.shape[0]
+    i = torch.arange(t)
+    D = torch.where(i[:, None] >= i[None], decay ** (i[:, None] - i[None]).clamp_min(0).double(), 0.0)
+    A = (feature_map(q)[:, None, :] * feature_map(k)[None, :, :]).sum(-1) * D
+    return (A @ v) / A.sum(-1, keepdim=True)
+
+
+def fixed_size(q, k, v, decay):  # right on the exercise's inputs, with a size written in
+    return reference_recurrent(q[:11], k, v, 0.8)
+
+
+def test_recurrent_accepts_reference(capsys):
+    check.recurrent_function(reference_recurrent)
+    out = capsys.readouterr().out
+    assert "✓ linear_step_by_step(q, k, v, decay): correct" in out and "t = 7" in out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (with_("no_decay"), "the decay is missing"),
+    (with_("z_no_decay"), "normaliser z must decay"),
+    (with_("no_norm"), "without the normaliser"),
+    (with_("no_phi"), "feature map"),
+    (with_("read_first"), "NaN"),
+    (parallel_by_hand, "t × t"),
+    (broadcast_pairs, "t × t"),
+    (lambda q, k, v, decay: ah.linear_attention.recurrent(q, k, v, decay)[0], "linear_attention.recurrent"),
+    (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
+    (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
+    (fixed_size, "decay argument"),
+    (lambda q, k, v, decay: reference_recurrent(q.float(), k.float(), v.float(), decay), "float64"),
+])
+def test_recurrent_rejects_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.recurrent_function(wrong)
+
+
+# ex-ch12-tree: the verification mask of a draft tree
+
+
+def reference_verify_mask(parents, n_cached):
+    n = len(parents)
+    tree = torch.eye(n, dtype=torch.bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            tree[i] |= tree[p]
+    return torch.cat([torch.ones(n, n_cached, dtype=torch.bool), tree], dim=1)
+
+
+def test_verify_mask_accepts_reference(capsys):
+    check.verify_mask_function(reference_verify_mask)
+    assert "✓ verify_mask: correct" in capsys.readouterr().out
+
+
+def causal(parents, n_cached):
+    n = len(parents)
+    return torch.ones(n, n_cached + n, dtype=torch.bool).tril(diagonal=n_cached)
+
+
+def parent_only(parents, n_cached):
+    n = len(parents)
+    tree = torch.eye(n, dtype=torch.bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            tree[i, p] = True
+    return torch.cat([torch.ones(n, n_cached, dtype=torch.bool), tree], dim=1)
+
+
+def without_diagonal(parents, n_cached):
+    m = reference_verify_mask(parents, n_cached)
+    m[:, n_cached:] &= ~torch.eye(len(parents), dtype=torch.bool)
+    return m
+
+
+def transposed(parents, n_cached):
+    m = reference_verify_mask(parents, n_cached)
+    m[:, n_cached:] = m[:, n_cached:].T.clone()
+    return m
+
+
+SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (causal, "not a chain"),
+    (parent_only, "all its ancestors"),
+    (without_diagonal, "sees itself"),
+    (transposed, "not its descendants"),
+    (lambda p, n: ~reference_verify_mask(p, n), "inverted"),
+    (lambda p, n: reference_verify_mask(p, n).roll(-n, dims=1), "columns come first"),
+    (lambda p, n: reference_verify_mask(p, n)[:, n:], "n_cached more columns"),
+    (lambda p, n: reference_verify_mask(p, n).int(), "bool tensor"),
+    (lambda p, n: torch.cat([torch.ones(len(p), n, dtype=torch.bool), ah.speculative.tree_mask(p)], 1), "tree_mask"),
+    (lambda p, n: SAVED, "SAVED"),
+    (lambda p, n: reference_verify_mask(p, 5), "take every size"),
+    (lambda p, n: reference_verify_mask(p.shape, n), "raised AttributeError"),
+])
+def test_verify_mask_rejects_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.verify_mask_function(wrong)

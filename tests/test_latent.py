@@ -1,0 +1,73 @@
+"""Tests for chapter 12's multi-head latent attention: absorbed = naive, cached = uncached, what is cached."""
+
+import pytest
+import torch
+
+from attn_helpers.latent import LatentAttention, LatentCache
+
+
+@pytest.fixture()
+def layer():
+    torch.manual_seed(0)
+    return LatentAttention(32, 4, 12, 4).double()
+
+
+def x_of(b=2, t=9, seed=1):
+    return torch.randn(b, t, 32, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_absorbed_equals_naive(layer):
+    x = x_of()
+    with torch.no_grad():
+        a, cache = layer(x)
+        n, _ = layer(x, absorb=False)
+    assert (a - n).abs().max() <= 1e-12
+    assert cache.c.shape == (2, 9, 12) and cache.k_rope.shape == (2, 9, 4) and len(cache) == 9
+
+
+@pytest.mark.parametrize("absorb", [True, False])
+def test_cached_equals_uncached(layer, absorb):
+    x = x_of()
+    with torch.no_grad():
+        full, whole = layer(x, absorb=absorb)
+        _, cache = layer(x[:, :4], absorb=absorb)
+        outs = []
+        for i in range(4, 9):
+            out, cache = layer(x[:, i:i + 1], cache, absorb=absorb)
+            outs.append(out)
+    assert torch.allclose(torch.cat(outs, 1), full[:, 4:], atol=1e-12)
+    assert torch.allclose(cache.k_rope, whole.k_rope, atol=1e-12)
+
+
+def test_positions_matter(layer):
+    x = x_of()
+    with torch.no_grad():
+        full, _ = layer(x)
+        _, cache = layer(x[:, :8])
+        step, _ = layer(x[:, 8:], cache)
+        alone, _ = layer(x[:, 8:])  # no cache: position 0 and nothing to see
+    assert torch.allclose(step, full[:, 8:], atol=1e-12) and not torch.allclose(alone, full[:, 8:], atol=1e-3)
+
+
+def test_cache_bytes(layer):
+    with torch.no_grad():
+        _, cache = layer(x_of(b=1, t=10).float().double())
+    assert cache.nbytes == 10 * (12 + 4) * 8 == 10 * layer.cache_bytes_per_token(torch.float64)
+    assert isinstance(cache.extend(cache.c, cache.k_rope), LatentCache)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((30, 4, 12, 4), "divide"), ((32, 4, 12, 3), "even"), ((32, 0, 12, 4), "num_heads"), ((32, 4, True, 4), "d_c"),
+])
+def test_bad_construction(args, match):
+    with pytest.raises(ValueError, match=match):
+        LatentAttention(*args)
+
+
+def test_bad_input(layer):
+    with pytest.raises(ValueError, match="batch"):
+        layer(torch.randn(5, 32, dtype=torch.float64))
+    with pytest.raises(ValueError, match="d_model"):
+        layer(torch.randn(1, 5, 31, dtype=torch.float64))
+    with pytest.raises(TypeError, match="dtype"):
+        layer(torch.randn(1, 5, 32))
