@@ -10,7 +10,16 @@ import torch
 
 from .. import linear_attention as la
 from ..speculative import tree_mask
-from . import CheckFailed, Watch, check_tensor, check_value, on_other_sizes, reached_functions, tensors_from_outside
+from . import (
+    CheckFailed,
+    Watch,
+    call,
+    check_tensor,
+    check_value,
+    on_other_sizes,
+    reached_functions,
+    tensors_from_outside,
+)
 
 __all__ = [
     "D_C", "D_K", "D_ROPE", "DTYPE", "H", "N_LAYERS", "PARENTS", "N_CACHED", "mla_bytes", "recurrent_function",
@@ -55,7 +64,7 @@ def _run_recurrent(fn: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                  la.chunked: "ah.linear_attention.chunked", la.decay_mask: "ah.linear_attention.decay_mask",
                  la.LinearAttentionHead.forward: "ah.linear_attention.LinearAttentionHead"}
     with Watch(forbidden) as watch:
-        answer = fn(q.clone(), k.clone(), v.clone(), decay)
+        answer = call(fn, q.clone(), k.clone(), v.clone(), decay, name="linear_step_by_step")
     if watch.called:
         raise CheckFailed(f"linear_step_by_step calls {', '.join(sorted(watch.called))}, which computes linear "
                           f"attention for you. Hint: keep a (d_k, d_v) state and a (d_k,) normaliser, and update "
@@ -120,11 +129,8 @@ def _parent_only(parents: Sequence[int]) -> torch.Tensor:
 def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Sequence[int], n_cached: int) -> None:
     n = len(parents)
     with Watch({tree_mask: "ah.speculative.tree_mask"}) as watch:
-        try:
-            answer = fn(list(parents), n_cached)
-        except Exception as error:
-            raise CheckFailed(f"verify_mask({list(parents)}, {n_cached}) raised {type(error).__name__}: {error}. "
-                              f"Hint: parents is a list of ints, n_cached an int.") from error
+        answer = call(fn, list(parents), n_cached, name="verify_mask", given=f"parents={list(parents)}, n_cached={n_cached}",
+                      hint="parents is a list of ints, n_cached an int.")
     if watch.called:
         raise CheckFailed("verify_mask calls ah.speculative.tree_mask, which builds the tree part for you. "
                           "Hint: a token sees what its parent sees, and itself.")
