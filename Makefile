@@ -42,7 +42,7 @@ CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab editions refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -105,15 +105,22 @@ browser: $(STAMP) $(NODE_STAMP)  ## check the built website: internal links, and
 bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment (MyST rendered by jupyterlab-myst)
-	jupyter lab chapters/
+# make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
+# folder (git ignores it); a copy the learner edited is kept, and the fresh edition goes beside it.
+LAB_DIR ?= my-notebooks
+lab: $(STAMP)  ## make the learners' editions into my-notebooks/ (your edited copies are kept) and open JupyterLab there
+	$(PY) scripts/lab.py --folder $(LAB_DIR)
 
-refresh: $(STAMP)  ## re-execute the chapters in place (after editing one) and strip what changes from run to run
+editions: $(STAMP)  ## remake editions/, the committed learners' editions that the Colab and Binder buttons open
+	$(PY) scripts/make_editions.py $(CHAPTERS) --out editions
+
+refresh: $(STAMP)  ## re-execute the chapters in place (after editing one), strip what changes from run to run, remake their editions
 	OMP_NUM_THREADS=1 jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=$(EXEC_TIMEOUT) $(CHAPTERS)
 	jupyter nbconvert --coalesce-streams --inplace $(CHAPTERS)  # one stream per cell, however the kernel split it
 	nbstripout --keep-output --keep-count --keep-id --extra-keys "metadata.language_info.version" $(CHAPTERS)
+	$(PY) scripts/make_editions.py $(CHAPTERS) --out editions
 
-student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab) to student/
+student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab and Colab) to student/
 	$(PY) scripts/make_student.py chapters/*.ipynb --out student
 
 nbgrader: $(STAMP)  ## write an nbgrader course (source/chNN/NN_slug.ipynb) to nbgrader-course/
