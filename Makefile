@@ -26,8 +26,9 @@ ifeq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null || sysctl -n machdep.cpu.l
 export ATEN_CPU_CAPABILITY := avx2
 endif
 endif
-# Tests of the built website: they run after build-strict, not with the unit tests.
-SITE_TESTS := tests/test_links.py tests/test_browser.py
+# Tests in a browser, and of the built website: they run after build-strict, not with the unit tests. The
+# learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
+SITE_TESTS := tests/test_links.py tests/test_browser.py tests/test_lab_browser.py
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
@@ -86,7 +87,7 @@ test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, an
 unit-nbval: $(STAMP)  ## unit tests and nbval over every chapter, in one pytest run (2 processes)
 	$(PYTEST) tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg $(addprefix --ignore=,$(SITE_TESTS))
 
-site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built
+site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built, and chapter 1 in the learners' JupyterLab
 	$(MAKE) --no-print-directory build-strict
 	$(MAKE) --no-print-directory browser
 
@@ -99,7 +100,7 @@ nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with
 build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
 	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 
-browser: $(STAMP) $(NODE_STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
+browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, every page in headless Chromium) and run chapter 1 in the learners' JupyterLab
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
 bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
