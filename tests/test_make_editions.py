@@ -210,3 +210,28 @@ def test_the_learners_lab_runs_as_root_and_without_nbgrader_or_jupyterlab_myst(m
     assert wanted_off and {name for name, on in ours.items() if on is False} >= wanted_off
     page = json.loads((lab.LAB_CONFIG / "labconfig" / "page_config.json").read_text())
     assert page["disabledExtensions"] == {"@jupyter/nbgrader": True, "jupyterlab-myst": True}
+
+
+def test_launch_buttons_of_a_chapter_open_its_edition(tmp_path):
+    """_ext/launch_buttons.py turns the theme's chapters/ addresses into editions/ ones (the built pages are checked
+    by tests/test_links.py)."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from launch_buttons import point_to_editions
+
+    page = "chapters/01_weighted_average"
+    urls = {"Colab": f"https://colab.research.google.com/github/o/r/blob/main/{page}.ipynb",
+            "Binder": f"https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/{page}.ipynb"}
+    context = {"header_buttons": [{"label": "download-buttons", "buttons": [{"text": ".ipynb", "url": f"{page}.ipynb"}]},
+                                  {"label": "launch-buttons", "buttons": [{"text": k, "url": v} for k, v in urls.items()]}]}
+    app = type("App", (), {"srcdir": str(ROOT)})()
+    point_to_editions(app, page, "page.html", context, None)
+    launch = {b["text"]: b["url"] for b in context["header_buttons"][1]["buttons"]}
+    assert launch == {k: v.replace(f"{page}.ipynb", "editions/01_weighted_average.ipynb") for k, v in urls.items()}
+    assert context["header_buttons"][0]["buttons"][0]["url"] == f"{page}.ipynb"   # the download stays the chapter
+    assert (ROOT / "editions" / "01_weighted_average.ipynb").is_file()
+
+
+def test_binder_starts_the_learners_lab():
+    out = subprocess.run([str(ROOT / ".binder" / "start"), "env"], capture_output=True, text=True, check=True).stdout
+    paths = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)["JUPYTER_CONFIG_PATH"]
+    assert Path(paths.split(":")[0]).resolve() == lab.LAB_CONFIG
