@@ -14,7 +14,7 @@ computed, made for plain Jupyter:
   1.2", that JupyterLab and Jupyter Notebook 7 show collapsed (cell metadata ``jp-MarkdownHeadingCollapsed``)
   and Colab too (notebook metadata ``colab.collapsed_sections``, which lists the cell's ``metadata.id``): the
   solution's text, code and output (the answer to a "predict, then run" question) sit hidden under it, and a
-  click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over an empty code cell for
+  click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell (a comment) for
   the learner's own attempt: it runs after the solution, so the check cell below it checks the learner's
   answer, and Run All still runs the whole chapter;
 - a "predict, then run" exercise gets a prediction cell under its text, as in the student editions;
