@@ -26,8 +26,9 @@ ifeq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null || sysctl -n machdep.cpu.l
 export ATEN_CPU_CAPABILITY := avx2
 endif
 endif
-# Tests of the built website: they run after build-strict, not with the unit tests.
-SITE_TESTS := tests/test_links.py tests/test_browser.py
+# Tests in a browser, and of the built website: they run after build-strict, not with the unit tests. The
+# learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
+SITE_TESTS := tests/test_links.py tests/test_browser.py tests/test_lab_browser.py
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
@@ -42,7 +43,7 @@ CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab editions refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -86,7 +87,7 @@ test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, an
 unit-nbval: $(STAMP)  ## unit tests and nbval over every chapter, in one pytest run (2 processes)
 	$(PYTEST) tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg $(addprefix --ignore=,$(SITE_TESTS))
 
-site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built
+site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built, and chapter 1 in the learners' JupyterLab
 	$(MAKE) --no-print-directory build-strict
 	$(MAKE) --no-print-directory browser
 
@@ -99,21 +100,28 @@ nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with
 build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
 	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 
-browser: $(STAMP) $(NODE_STAMP)  ## check the built website: internal links, and every page in headless Chromium (screenshots)
+browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, every page in headless Chromium) and run chapter 1 in the learners' JupyterLab
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
 bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-lab: $(STAMP)  ## open the chapters in JupyterLab with the book's environment (MyST rendered by jupyterlab-myst)
-	jupyter lab chapters/
+# make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
+# folder (git ignores it); a copy the learner edited is kept, and the fresh edition goes beside it.
+LAB_DIR ?= my-notebooks
+lab: $(STAMP)  ## make the learners' editions into my-notebooks/ (your edited copies are kept) and open JupyterLab there
+	$(PY) scripts/lab.py --folder $(LAB_DIR)
 
-refresh: $(STAMP)  ## re-execute the chapters in place (after editing one) and strip what changes from run to run
+editions: $(STAMP)  ## remake editions/, the committed learners' editions that the Colab and Binder buttons open
+	$(PY) scripts/make_editions.py $(CHAPTERS) --out editions
+
+refresh: $(STAMP)  ## re-execute the chapters in place (after editing one), strip what changes from run to run, remake their editions
 	OMP_NUM_THREADS=1 jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=$(EXEC_TIMEOUT) $(CHAPTERS)
 	jupyter nbconvert --coalesce-streams --inplace $(CHAPTERS)  # one stream per cell, however the kernel split it
 	nbstripout --keep-output --keep-count --keep-id --extra-keys "metadata.language_info.version" $(CHAPTERS)
+	$(PY) scripts/make_editions.py $(CHAPTERS) --out editions
 
-student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab) to student/
+student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab and Colab) to student/
 	$(PY) scripts/make_student.py chapters/*.ipynb --out student
 
 nbgrader: $(STAMP)  ## write an nbgrader course (source/chNN/NN_slug.ipynb) to nbgrader-course/

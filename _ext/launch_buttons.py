@@ -10,16 +10,26 @@ own copy of the site gives its hub's address for one build, without editing _con
 (the button then opens the chapter on that hub through nbgitpuller). A launch address that is not an
 https URL, or whose host is a reserved placeholder (example.org, *.test, *.invalid, localhost: RFC 2606),
 stops the build with an error, so a placeholder can never again give readers a dead button.
+
+The buttons of a chapter open its learners' edition, ``editions/NN_slug.ipynb`` (made by
+scripts/make_editions.py and committed, since Colab and Binder open notebooks from the repository): plain
+Markdown with the solutions folded, not the MyST chapter, which Colab shows raw. The theme builds each button's
+address from the page's path; ``point_to_editions`` turns ``chapters/`` into ``editions/`` in it, and a chapter
+without an edition is a build warning (an error in the strict build).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+LOGGER = logging.getLogger(__name__)
 
 ENV_JUPYTERHUB = "BOOK_JUPYTERHUB_URL"
 URL_KEYS = ("binderhub_url", "jupyterhub_url", "colab_url", "deepnote_url", "jupyterlite_url")
@@ -59,6 +69,34 @@ def configure(app: Sphinx, config: Config) -> None:
     config.html_theme_options = {**options, "launch_buttons": buttons}
 
 
+EDITIONS = "editions"            # the folder of learners' editions, beside chapters/
+OPENS_A_NOTEBOOK = ("Binder", "JupyterHub", "Colab", "Deepnote", "JupyterLite")
+
+
+def edition_url(url: str, pagename: str) -> str:
+    """``url`` (a launch button's address for the chapter page ``pagename``) opening its learners' edition."""
+    chapter = f"{pagename}.ipynb"                                        # chapters/01_weighted_average.ipynb
+    return url.replace(chapter, f"{EDITIONS}/{chapter.split('/', 1)[1]}")
+
+
+def point_to_editions(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """After the theme has built the launch buttons of a chapter page, point them at the chapter's edition."""
+    if not pagename.startswith("chapters/"):
+        return
+    groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
+    buttons = [b for g in groups for b in g.get("buttons", []) if b.get("text") in OPENS_A_NOTEBOOK]
+    if not buttons:
+        return
+    edition = Path(app.srcdir) / EDITIONS / f"{Path(pagename).name}.ipynb"
+    if not edition.is_file():
+        LOGGER.warning(f"{pagename}: no learners' edition {edition.relative_to(app.srcdir)} for its launch buttons "
+                       f"to open (Colab would show the MyST source): run `make editions` and commit it")
+        return
+    for button in buttons:
+        button["url"] = edition_url(button["url"], pagename)
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", configure, priority=100)
+    app.connect("html-page-context", point_to_editions, priority=600)  # after the theme's add_launch_buttons (501)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

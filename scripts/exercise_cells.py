@@ -25,10 +25,15 @@ import nbformat
 SOLUTION_TAG = "solution"
 CHECK_TAG = "exercise-check"  # student editions tag their check cells, so a moved answer cell cannot pass for one
 PREDICTION_TAG = "exercise-prediction"  # the markdown cell of a student edition where the prediction is written
+# The first line of that cell, so that it is visibly a place to write (an empty markdown cell renders as a thin gap).
+PREDICTION_PROMPT = "**Your prediction** (double-click this cell and write it below this line, before you run anything):"
 EXERCISE_META = "exercise"  # cell metadata of a student edition's exercise heading: {"label", "title", "number"}
 EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
 GATE_RE = re.compile(r"^(```+|:::+)\{solution-(?P<kind>start|end)\}[ \t]*(?P<label>\S*)", re.MULTILINE)
+# A whole {solution-start} or {solution-end} block (fence, options, closing fence), to take it out of a cell's text.
+GATE_BLOCK = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?:start|end)\}.*?^(?P=fence)[ \t]*$\n?",
+                        re.MULTILINE | re.DOTALL)
 CHECK_CALL_RE = re.compile(r"\bcheck\.\w+\(")
 LEVEL_RE = re.compile(r"\b(easy|medium|hard)\b", re.IGNORECASE)
 PREDICT_RE = re.compile(r"predict,? (then|and) run", re.IGNORECASE)
@@ -58,6 +63,12 @@ class Exercise:
     def predict(self) -> bool:
         """True for a "predict, then run" exercise (said in its title or its text)."""
         return bool(re.search(r"predict", self.title, re.IGNORECASE) or PREDICT_RE.search(self.text))
+
+
+def written_prediction(source: str) -> str:
+    """What a learner wrote in a prediction cell: its text without the prompt line (empty if nothing was written)."""
+    text = source.strip()
+    return text.removeprefix(PREDICTION_PROMPT).strip() if text.startswith(PREDICTION_PROMPT) else text
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:

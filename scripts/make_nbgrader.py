@@ -28,14 +28,12 @@ from pathlib import Path
 
 import nbformat
 from book_toc import ROOT
-from exercise_cells import CHECK_TAG, EXERCISE_META, SOLUTION_TAG, Exercise, find_exercises, is_solution
+from exercise_cells import CHECK_TAG, EXERCISE_META, GATE_BLOCK, SOLUTION_TAG, Exercise, find_exercises, is_solution
 from make_student import exercise_metadata, inside_gates, is_glue_record
 from plain_markdown import ChapterText, MystError
 
 POINTS = {"easy": 1, "medium": 2, "hard": 3}
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-GATE_BLOCK = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?:start|end)\}.*?^(?P=fence)[ \t]*$\n?",
-                        re.MULTILINE | re.DOTALL)
 CONFIG = '''\
 # nbgrader's settings for this course folder, written by scripts/make_nbgrader.py (edit freely: it is kept).
 import os

@@ -5,16 +5,19 @@ well in plain Jupyter.
 
 In a student edition:
 
-- each code cell tagged ``solution`` holds nbgrader's stub (``# YOUR CODE HERE``, ``raise NotImplementedError()``)
-  and no output; the ``{solution-start}`` and ``{solution-end}`` cells, and whatever lies between them that is
+- each code cell tagged ``solution`` holds nbgrader's stub (``# YOUR CODE HERE``, ``raise NotImplementedError(...)``,
+  whose message names the exercise and says what to do, so that Run All stops there with a sentence rather than
+  a bare error) and no output; the ``{solution-start}`` and ``{solution-end}`` cells, and whatever lies between them that is
   not code, are gone (so no empty dropdowns and no written solutions);
 - each exercise is a heading ("### Exercise 1.2 (medium): Self-attention as a function") whose cell metadata
-  ``exercise`` keeps its label; a "predict, then run" exercise is followed by an empty markdown cell, tagged
-  ``exercise-prediction``, for the written prediction;
+  ``exercise`` keeps its label; a "predict, then run" exercise is followed by a markdown cell, tagged
+  ``exercise-prediction``, for the written prediction: it starts with a line that says so (an empty markdown
+  cell is an invisible gap in JupyterLab);
 - the check cells stay, tagged ``exercise-check``, with their outputs cleared, and cannot be edited or deleted
   (cell metadata ``editable`` and ``deletable`` false, which JupyterLab and Jupyter Notebook respect);
 - every markdown cell is plain Markdown (scripts/plain_markdown.py): glued values, references, citations and
   directives are resolved as the website resolves them; the glue records in the outputs are dropped;
+- under each figure, a markdown cell (tagged ``figure-caption``) shows its number and caption, as the website does;
 - everything else, including the outputs of the teaching cells, is as in the book.
 """
 
@@ -26,18 +29,12 @@ from pathlib import Path
 
 import nbformat
 from book_toc import ROOT
-from exercise_cells import CHECK_TAG, EXERCISE_META, PREDICTION_TAG, SOLUTION_TAG, find_exercises, is_solution, read
+from edition_cells import figure_caption, is_glue_record, prediction_cell, stub
+from exercise_cells import CHECK_TAG, EXERCISE_META, SOLUTION_TAG, find_exercises, is_solution, read
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from plain_markdown import ChapterText, MystError
 from traitlets import Unicode
-
-STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-
-
-def is_glue_record(output) -> bool:
-    """True for the invisible ``display_data`` output through which myst-nb's ``glue`` records a value."""
-    return output.get("output_type") == "display_data" and "scrapbook" in output.get("metadata", {})
 
 
 def inside_gates(nb: nbformat.NotebookNode) -> set[int]:
@@ -72,6 +69,7 @@ class StudentEdition(Preprocessor):
         text = ChapterText.of(nb, chapter_path(resources), Path(self.root))
         exercises = {ex.cell: ex for ex in find_exercises(nb)}
         checks = {ex.check_cell for ex in exercises.values()}
+        owner = {i: ex for ex in exercises.values() for i in range(ex.cell, (ex.check_cell or ex.cell) + 1)}
         gated = inside_gates(nb)
         cells = []
         for i, cell in enumerate(nb.cells):
@@ -83,11 +81,13 @@ class StudentEdition(Preprocessor):
                     cell.metadata[EXERCISE_META] = exercise_metadata(exercises[i], text)
                     cells.append(cell)
                     if exercises[i].predict:
-                        cells.append(nbformat.v4.new_markdown_cell("", metadata={"tags": [PREDICTION_TAG]}))
+                        cells.append(prediction_cell(cell))
                     continue
             elif cell.cell_type == "code":
                 if is_solution(cell) or i in gated:
-                    cell.source, cell.outputs, cell.execution_count = STUB, [], None
+                    ex = owner.get(i)
+                    number = text.targets[ex.label].number if ex and ex.label in text.targets else "?"
+                    cell.source, cell.outputs, cell.execution_count = stub(number, ex and ex.label), [], None
                     _tag(cell, SOLUTION_TAG)
                 elif i in checks:  # read-only in JupyterLab and Jupyter Notebook, so no answer is typed into one
                     _tag(cell, CHECK_TAG)
@@ -96,6 +96,8 @@ class StudentEdition(Preprocessor):
                 else:
                     cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]
             cells.append(cell)
+            if caption := figure_caption(cell, text):
+                cells.append(caption)
         nb.cells = cells
         return nb, resources
 

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from built_site import SITE, html_pages, require_site, toc_pages
+from built_site import ROOT, SITE, html_pages, require_site, toc_pages
 
 LINK_ATTRIBUTES = {"href", "src", "poster", "data"}
 EXTERNAL_SCHEMES = {"http", "https", "mailto", "javascript", "data", "tel", "ftp"}
@@ -136,7 +136,8 @@ HREF = re.compile(r'href="(https?://[^"]+)"')
 
 @pytest.mark.parametrize("page", CHAPTER_PAGES or [PurePosixPath("chapters/none.html")], ids=str)
 def test_launch_buttons_lead_to_real_services(page: PurePosixPath):
-    """Binder and Colab buttons, and no JupyterHub one unless a hub is configured ($BOOK_JUPYTERHUB_URL)."""
+    """Binder and Colab buttons, which open the chapter's learners' edition (editions/, plain Markdown, not the MyST
+    chapter), and no JupyterHub one unless a hub is configured ($BOOK_JUPYTERHUB_URL)."""
     require_site()
     html = (SITE / page).read_text(encoding="utf-8")
     launch = [u for u in HREF.findall(html) if "mybinder.org" in u or "colab.research" in u or "git-pull?" in u]
@@ -144,6 +145,9 @@ def test_launch_buttons_lead_to_real_services(page: PurePosixPath):
     hub = os.environ.get("BOOK_JUPYTERHUB_URL")
     hub_links = [u for u in launch if "git-pull?" in u]
     assert bool(hub_links) == bool(hub), f"{page}: JupyterHub launch links {hub_links}, configured hub {hub!r}"
+    edition = f"editions/{page.stem}.ipynb"
+    assert all(edition in u and "chapters/" not in u for u in launch), f"{page}: launch links {launch} open not {edition}"
+    assert (ROOT / edition).is_file()
     placeholders = [u for u in HREF.findall(html) if placeholder_problem("url", u)]
     assert not placeholders, f"{page} links to placeholder addresses: {placeholders}"
 

@@ -14,10 +14,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from exercise_cells import CHECK_TAG, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
+from edition_cells import CAPTION_TAG  # noqa: E402
+from exercise_cells import CHECK_TAG, PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
 from grading.assemble import assemble, read_book  # noqa: E402
-from make_student import STUB, make_student  # noqa: E402
 from make_student import main as make_student_main  # noqa: E402
+from make_student import make_student  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
@@ -59,6 +60,9 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
     exercises = {ex.cell: ex for ex in find_exercises(book)}
     checks = {ex.check_cell for ex in exercises.values()}
     hidden = gated(book)
+    owner = {i: ex for ex in exercises.values() for i in range(ex.cell, (ex.check_cell or ex.cell) + 1)}
+    numbers = {ex.label: f"{int(chapter.name[:2])}.{k}" for k, ex in enumerate(exercises.values(), start=1)}
+    figures = 0
     cells = iter(student.cells)
     for i, b in enumerate(book.cells):
         if i in hidden and b.cell_type == "markdown":
@@ -67,7 +71,10 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
         assert s.cell_type == b.cell_type, f"{chapter.name}: cell {i} changed type"
         if b.cell_type == "code":
             if is_solution(b):
-                assert s.source == STUB and s.outputs == [] and s.execution_count is None and is_solution(s)
+                label = owner[i].label
+                assert s.source.startswith("# YOUR CODE HERE\nraise NotImplementedError(") and is_solution(s)
+                assert f"Exercise {numbers[label]} ({label}) is not answered yet" in s.source
+                assert s.outputs == [] and s.execution_count is None
             elif i in checks:
                 assert s.source == b.source and s.outputs == [] and CHECK_TAG in s.metadata.tags
                 assert s.metadata.editable is False and s.metadata.deletable is False
@@ -75,6 +82,11 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
                 assert s.source == b.source
                 assert s.outputs == [o for o in b.outputs if not is_glue_record(o)]
                 assert s.execution_count == b.execution_count
+            if b.metadata.get("mystnb", {}).get("figure", {}).get("name"):  # its caption, visibly, right below
+                figures += 1
+                caption = next(cells)
+                assert CAPTION_TAG in caption.metadata.tags
+                assert caption.source.startswith(f"**Figure {int(chapter.name[:2])}.{figures}:** ")
         elif i in exercises:
             ex = exercises[i]
             number = f"{int(chapter.name[:2])}.{list(exercises).index(i) + 1}"
@@ -82,7 +94,8 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
             assert s.metadata.exercise["label"] == ex.label and f"`{ex.label}`" in s.source
             if ex.predict:
                 answer = next(cells)
-                assert answer.cell_type == "markdown" and answer.source == "" and PREDICTION_TAG in answer.metadata.tags
+                assert answer.cell_type == "markdown" and PREDICTION_TAG in answer.metadata.tags
+                assert answer.source.strip() == PREDICTION_PROMPT  # visibly a place to write, and nothing written
         else:  # teaching text: resolved where it had MyST, otherwise untouched
             if not MYST.search(b.source):
                 assert s.source == b.source
@@ -91,6 +104,7 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
                     assert line.strip() in s.source, f"{chapter.name} cell {i}: lost the text {line!r}"
     assert next(cells, None) is None, f"{chapter.name}: the edition has cells the chapter does not"
     nbformat.validate(student)
+    assert len({c.id for c in student.cells}) == len(student.cells)
 
 
 @by_name
@@ -173,11 +187,13 @@ def test_an_edition_runs_up_to_its_first_stub(tmp_path):
     edition = make_student(synthetic_book(tmp_path), tmp_path / "student", root=tmp_path)
     nb = nbformat.read(edition, as_version=4)
     assert [c.cell_type for c in nb.cells] == ["markdown", "code", "markdown", "markdown", "markdown", "code", "code"]
+    assert nb.cells[4].source.startswith(PREDICTION_PROMPT)
     assert nb.cells[2].source == "Here x is 2." and "Three, of course" not in str(nb)
     client = NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "NotImplementedError"
+    assert info.value.evalue.startswith("Exercise 1.1 (ex-ch01-tiny) is not answered yet: replace the two lines")
     assert nb.cells[1].execution_count == 1 and nb.cells[6].execution_count is None
     assert [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and any(o.output_type == "error" for o in c.outputs)] == [5]

@@ -1,0 +1,58 @@
+"""What the learners' editions (make_editions.py) and the student editions (make_student.py) share.
+
+Both are notebooks made for plain Jupyter and Colab from a MyST chapter, and both add cells the chapter does
+not have: a visible "**Figure 1.1:** caption" under each figure (the website prints the caption from the
+code cell's metadata, which Jupyter never shows), and a prediction cell under each "predict, then run"
+exercise. A new cell's id is made from the id of the chapter's cell it belongs to, so an edition made twice
+from the same chapter is the same file (tests/test_make_editions.py compares the committed editions with
+freshly made ones).
+"""
+
+from __future__ import annotations
+
+import nbformat
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG
+from plain_markdown import ChapterText
+
+CAPTION_TAG = "figure-caption"  # the markdown cell under a figure that shows its number and caption
+
+
+def is_glue_record(output) -> bool:
+    """True for the invisible ``display_data`` output through which myst-nb's ``glue`` records a value."""
+    return output.get("output_type") == "display_data" and "scrapbook" in output.get("metadata", {})
+
+
+def derived_id(cell: nbformat.NotebookNode, suffix: str) -> str:
+    """The id of a cell an edition adds after (or in place of) the chapter's ``cell``: that cell's id and a suffix."""
+    return f"{cell.get('id') or 'cell'}-{suffix}"[-64:]  # nbformat allows 64 characters
+
+
+def new_markdown(after: nbformat.NotebookNode, suffix: str, source: str, **metadata) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, id=derived_id(after, suffix), metadata=metadata)
+
+
+def figure_caption(cell: nbformat.NotebookNode, text: ChapterText) -> nbformat.NotebookNode | None:
+    """The caption cell to put under ``cell`` when it draws a numbered figure, else None."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+    if cell.cell_type != "code" or not figure.get("name"):
+        return None
+    number = text.targets[figure["name"]].number
+    caption = text.plain(str(figure.get("caption", ""))).strip()
+    source = f"**Figure {number}:** {caption}" if caption else f"**Figure {number}**"
+    return new_markdown(cell, "caption", source, tags=[CAPTION_TAG])
+
+
+def prediction_cell(exercise: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The markdown cell, under a "predict, then run" exercise's text, where the learner writes the prediction."""
+    return new_markdown(exercise, "prediction", PREDICTION_PROMPT + "\n\n", tags=[PREDICTION_TAG])
+
+
+def stub(number: str, label: str | None) -> str:
+    """A student edition's solution cell: nbgrader's stub, whose error says which exercise waits and what to do."""
+    name = f"Exercise {number}" + (f" ({label})" if label else "")
+    return ("# YOUR CODE HERE\n"
+            f'raise NotImplementedError("{name} is not answered yet: replace the two lines of this cell with your '
+            'code, run it, then run the check cell below it.")')
+
+
+__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub"]

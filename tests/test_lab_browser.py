@@ -1,0 +1,149 @@
+"""The learners' path in the real thing: chapter 1's edition in the learners' JupyterLab, run in headless Chromium.
+
+One test, as a learner meets the book after `make lab`: JupyterLab starts from the book's environment, with the
+learners' settings (scripts/lab.py: no nbgrader, no jupyterlab-myst), on 127.0.0.1, a free port and a token, in
+a temporary folder that holds a fresh edition of chapter 1 (scripts/make_editions.py) in which the learner has
+typed a wrong answer to the last exercise. It opens the notebook, runs all cells from the Run menu, and asserts
+what the learner sees: the prose without MyST syntax and with the glued numbers; figure and equation numbers as
+on the website (each equation numbered once); the solutions folded; no nbgrader Validate button; and the
+failed check as one short message: its hint, and no traceback line, no line of attn_helpers/checks.
+
+The failed check's form comes from attn_helpers/checks (CheckFailed renders through IPython's
+``_render_traceback_``). Needs /usr/bin/chromium (`apt-get install -y chromium`); without it the test skips,
+or fails when $CI is set. It takes about 15-30 s, most of it JupyterLab's start and the chapter's run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from built_site import ROOT, skip_or_fail
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from lab import lab_command, lab_env  # noqa: E402
+from make_editions import as_text, learner_edition  # noqa: E402
+from plain_markdown import ChapterText  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHAPTER = ROOT / "chapters" / "01_weighted_average.ipynb"
+# The learner's answer to the last exercise of chapter 1: a softmax over the wrong dimension.
+WRONG = ("Xb = Xs.transpose(0, 1)\n"
+         "Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=1)\n"
+         "Ys = torch.bmm(Wb, Xb).transpose(0, 1)")
+LEAKS = ("{glue", "{numref", "{eq}", "{cite", "{ref}", "{doc}", ":label:", "```{", "{exercise}", "{solution")
+# JupyterLab's own settings for this test only: every cell in the page (not only those scrolled into view), and
+# no pop-up asking about news.
+SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+            "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"}}
+TIMEOUT_MS = 90_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """The learners' JupyterLab serving a folder with chapter 1's edition; yields (base URL, token, edition)."""
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"The JupyterLab browser test needs Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
+    folder = tmp_path / "my-notebooks"
+    folder.mkdir()
+    nb = learner_edition(CHAPTER)
+    answers = [c for c in nb.cells if c.id.endswith("-answer-code")]
+    answers[-1].source = WRONG
+    (folder / CHAPTER.name).write_text(as_text(nb), encoding="utf-8")
+    for name, value in SETTINGS.items():
+        (tmp_path / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "settings" / name).write_text(json.dumps(value))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**lab_env(), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "run")}
+    command = lab_command(folder, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+                          f"--IdentityProvider.token={token}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+                          f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}")
+    log = (tmp_path / "lab.log").open("w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+                time.sleep(0.2)
+        yield base, token, nb
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
+    base, token, nb = lab
+    from playwright.sync_api import sync_playwright
+
+    text = ChapterText.of(nbformat.read(CHAPTER, as_version=4), CHAPTER)
+    equations = sorted(t.number for t in text.targets.values() if t.kind == "equation")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}")
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=TIMEOUT_MS)
+            # Let the notebook settle (its markdown rendered, its folds applied) as a learner's first read does:
+            # Run All clicked in the very first second can leave cells after a folded section unexecuted.
+            page.wait_for_function("() => document.querySelectorAll('.jp-showHiddenCellsButton').length >= 3",
+                                   timeout=TIMEOUT_MS)
+            page.wait_for_timeout(1500)
+            page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+            page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+            check = page.locator(".jp-CodeCell", has_text="check.sequence_first_attention(Wb, Ys)")
+            error = check.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            error.wait_for(timeout=TIMEOUT_MS)
+            notebook = page.locator(".jp-Notebook")
+            seen = notebook.inner_text()
+            math = page.evaluate("() => [...document.querySelectorAll('.jp-MarkdownOutput mjx-container')]"
+                                 ".map(e => e.textContent)")
+            message = error.inner_text().strip()
+            hidden_answer = page.locator(".jp-CodeCell", has_text="q_doubled = torch.tensor").first
+            solution_folded = not hidden_answer.is_visible()
+            validate = page.locator("button", has_text="Validate").count()
+        finally:
+            browser.close()
+
+    leaks = [leak for leak in LEAKS if leak in seen]
+    assert not leaks, f"MyST syntax reaches the learner: {leaks}"
+    assert "a weight of 0.8808 and the second" in seen, "a glued number is not shown as its value"
+    assert "Each row of Figure 1.1 sums to one" in seen and "Figure 1.1: Each row shows" in seen
+    tags = [n for m in math for n in re.findall(r"\((\d+(?:\.\d+)?)\)", m)]
+    assert sorted(set(tags)) == equations and len(tags) == len(equations), \
+        f"equation numbers {tags}; the website numbers {equations}, each once"
+    assert solution_folded and "tensor([0.9820, 0.0180])" not in seen, "the solution of Exercise 1.1 is in view"
+    folds = re.findall(r"Solution to Exercise (\d\.\d)\n\d+ cells? hidden\n", seen)
+    assert folds == ["1.1", "1.2", "1.3"], f"solutions in view: {folds} of 1.1, 1.2, 1.3 are folded"
+    assert validate == 0, "nbgrader's Validate button is in the learners' JupyterLab"
+    lines = [line for line in message.splitlines() if line.strip()]
+    assert "softmax" in message and "dim" in message, f"the failed check gives no hint: {message!r}"
+    code = [line for line in lines if re.match(r"\s*(-*>\s*)?\d+\s", line)]  # numbered source lines of a traceback
+    assert lines[0].startswith("CheckFailed") and len(lines) <= 6 and not code and not any(
+        w in message for w in ("Traceback", "File ", "attn_helpers", "-----", "expected_W")), \
+        f"the failed check shows more than its message (what is wrong and the hint):\n{message}"
