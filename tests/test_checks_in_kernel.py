@@ -6,7 +6,6 @@ output must hold the hint (or the learner's own error and line) and no line of a
 "Traceback" of the check; and the grader must read each as the check's failure, with its message.
 """
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -15,7 +14,6 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
-sys.path.insert(0, str(ROOT / "scripts"))
 
 CELLS = [
     "import torch\nfrom attn_helpers.checks import ch01 as check",

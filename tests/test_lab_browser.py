@@ -20,7 +20,6 @@ import re
 import secrets
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -28,8 +27,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from built_site import ROOT, skip_or_fail
-
-sys.path.insert(0, str(ROOT / "scripts"))
 from lab import lab_command, lab_env  # noqa: E402
 from make_editions import as_text, learner_edition  # noqa: E402
 from plain_markdown import ChapterText  # noqa: E402

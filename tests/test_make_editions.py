@@ -12,7 +12,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 import lab  # noqa: E402
 from edition_cells import CAPTION_TAG, is_glue_record  # noqa: E402
@@ -215,7 +214,6 @@ def test_the_learners_lab_runs_as_root_and_without_nbgrader_or_jupyterlab_myst(m
 def test_launch_buttons_of_a_chapter_open_its_edition(tmp_path):
     """_ext/launch_buttons.py turns the theme's chapters/ addresses into editions/ ones (the built pages are checked
     by tests/test_links.py)."""
-    sys.path.insert(0, str(ROOT / "_ext"))
     from launch_buttons import point_to_editions
 
     page = "chapters/01_weighted_average"
