@@ -19,6 +19,20 @@ def glove():
     return GloVe()
 
 
+@pytest.fixture(scope="session")
+def recall_head():
+    """Chapter 4's recall head, trained once (200 steps) for the tests of its checks."""
+    import torch
+
+    import attn_helpers as ah
+    from attn_helpers import tasks
+
+    torch.manual_seed(0)
+    head = ah.SelfAttentionHead(19, 16, d_v=10)
+    tasks.train_recall(head, steps=200, lr=0.05, seed=0)
+    return head
+
+
 def pytest_collection_modifyitems(items):
     """Longest work first: heavy test modules, then the chapters under nbval, then the many quick unit tests.
 

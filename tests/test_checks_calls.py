@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import attn_helpers as ah
 from attn_helpers import checks
 from attn_helpers.checks import CheckFailed, call, ch01, ch03, ch04, ch05, check_tensor, on_other_sizes
 
@@ -121,16 +120,6 @@ def test_look_back_with_t_from_the_chapters_tensor_names_it():
                                           r"notebook.*Hint: take t from weights.shape\[-1\]") as failed:
         ch05.look_back_distance(ns["look_back"])
     assert "(w * (i[:, None] - i[None, :]))" in failed.value.where
-
-
-@pytest.fixture(scope="module")
-def recall_head():
-    from attn_helpers import tasks
-
-    torch.manual_seed(0)
-    head = ah.SelfAttentionHead(19, 16, d_v=10)
-    tasks.train_recall(head, steps=200, lr=0.05, seed=0)
-    return head
 
 
 def test_recall_with_a_hard_coded_index_is_named(recall_head):

@@ -207,16 +207,6 @@ def test_next_token_head_rejects_wrong_module():
 
 # ---------------------------------------------------------------- ex-ch04-recall
 
-@pytest.fixture(scope="module")
-def recall_head():
-    from attn_helpers import tasks
-
-    torch.manual_seed(0)
-    head = ah.SelfAttentionHead(19, 16, d_v=10)
-    tasks.train_recall(head, steps=200, lr=0.05, seed=0)
-    return head
-
-
 def _recall_parts(head):
     x, labels = check.recall_question()
     with torch.no_grad():

@@ -8,24 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lab
 import nbformat
 import pytest
+from book_chapters import CHAPTER_1, CHAPTERS, MYST, ROOT, by_name
+from edition_cells import CAPTION_TAG, is_glue_record
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_solution
+from learner_copies import ASIDE, MANIFEST, place, report
+from make_editions import as_text, learner_edition
+from make_editions import main as make_editions_main
 
-ROOT = Path(__file__).resolve().parent.parent
-
-import lab  # noqa: E402
-from edition_cells import CAPTION_TAG, is_glue_record  # noqa: E402
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_solution  # noqa: E402
-from learner_copies import ASIDE, MANIFEST, place, report  # noqa: E402
-from make_editions import as_text, learner_edition  # noqa: E402
-from make_editions import main as make_editions_main  # noqa: E402
-
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
-by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
-# MyST that plain Jupyter and Colab show raw: roles, directive fences, directive options, labelled math, targets.
-MYST = re.compile(r"\{[a-z][a-z0-9_:-]*\}`|^\s*(`{3,}|:{3,})\{|^\s*:[a-z-]+:|\$\$\s*\([^)\s]+\)\s*$|^\([^)\s]+\)=\s*$",
-                  re.MULTILINE)
 HEADING = re.compile(r"^(#{1,6})\s")
 
 

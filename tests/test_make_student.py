@@ -8,25 +8,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from book_chapters import CHAPTER_1, CHAPTERS, MYST, by_name
+from edition_cells import CAPTION_TAG
+from exercise_cells import CHECK_TAG, PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_gate, is_solution
+from grading.assemble import assemble, read_book
+from make_student import main as make_student_main
+from make_student import make_student
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from edition_cells import CAPTION_TAG  # noqa: E402
-from exercise_cells import CHECK_TAG, PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_gate, is_solution  # noqa: E402
-from grading.assemble import assemble, read_book  # noqa: E402
-from make_student import main as make_student_main  # noqa: E402
-from make_student import make_student  # noqa: E402
-
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
-by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
-
-# MyST that plain Jupyter shows raw: roles, directive fences, directive options, labelled math, targets.
-MYST = re.compile(r"\{[a-z][a-z0-9_:-]*\}`|^\s*(`{3,}|:{3,})\{|^\s*:[a-z-]+:|\$\$\s*\([^)\s]+\)\s*$|^\([^)\s]+\)=\s*$",
-                  re.MULTILINE)
 # The parts of a chapter's markdown that resolving leaves alone: everything between roles and MyST-only lines.
 MYST_PIECES = re.compile(r"\{[a-z][a-z0-9_:-]*\}`[^`]*`|^.*(?:`{3,}|:{3,})\{.*$|^\s*:[a-z-]+:.*$|^\$\$.*$|^\(.*\)=$|^`{3,}$",
                          re.MULTILINE)
