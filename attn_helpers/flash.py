@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -28,7 +29,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Tile:
-    """One tile of the score matrix: query rows ``rows``, key columns ``cols``, and whether part of it is masked."""
+    """One tile of the score matrix: query rows ``rows``, key columns ``cols``, and whether part of it is masked
+    (chapter 10)."""
 
     rows: slice
     cols: slice
@@ -58,7 +60,8 @@ def _row_of_tiles(rows: slice, t_q: int, t_k: int, block_k: int, causal: bool) -
 
 def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = False) -> dict[str, int]:
     """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}`` (chapter 10)."""
-    _blocks(block_q, block_k)
+    validate.positive_int(block_q, "block_q")
+    validate.positive_int(block_k, "block_k")
     validate.positive_int(t_q, "t_q")
     validate.positive_int(t_k, "t_k")
     done = list(tiles(t_q, t_k, block_q, block_k, causal))
@@ -79,45 +82,16 @@ class Traffic:
 
     @property
     def total(self) -> int:
+        """Numbers moved both ways: ``reads + writes``."""
         return self.reads + self.writes
 
     def read(self, *tensors: torch.Tensor) -> None:
+        """Count the numbers of ``tensors`` as loaded from slow memory."""
         self.reads += sum(x.numel() for x in tensors)
 
     def write(self, *tensors: torch.Tensor) -> None:
+        """Count the numbers of ``tensors`` as stored back to slow memory."""
         self.writes += sum(x.numel() for x in tensors)
-
-
-def _blocks(block_q: object, block_k: object) -> None:
-    validate.positive_int(block_q, "block_q")
-    validate.positive_int(block_k, "block_k")
-
-
-def _inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: object, causal: object,
-            block_q: object, block_k: object, scale: object) -> tuple[float, torch.Tensor | None]:
-    """All the checks of the tiled passes; returns the scale and the mask expanded to ``(..., t_q, t_k)`` (a view)."""
-    scale = validate.attention_args(q, k, v, None, scale)  # float tensors of one dtype, d_k and t_k that match
-    _blocks(block_q, block_k)
-    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
-        raise ValueError(f"the tiled passes take queries, keys and values with the same leading dimensions, got "
-                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}. Expand them first, e.g. "
-                         f"k.expand(*q.shape[:-2], *k.shape[-2:]).")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}.")
-    if causal and q.shape[-2] > k.shape[-2]:
-        raise ValueError(f"causal=True with t_q={q.shape[-2]} queries but t_k={k.shape[-2]} keys: the queries sit at "
-                         "the end of the sequence, so the first ones would have no key. Use t_k >= t_q.")
-    if mask is None:
-        return scale, None
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        raise TypeError(f"the tiled passes take a bool mask (True = may attend), got {getattr(mask, 'dtype', mask)!r}; "
-                        "turn an additive mask into one with mask == 0.")
-    scores = (*q.shape[:-2], q.shape[-2], k.shape[-2])
-    if validate.broadcast_shape(mask.shape, scores) != scores:
-        raise ValueError(f"a mask of shape {tuple(mask.shape)} cannot be cut into the tiles of scores of shape "
-                         f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
-                         f"not add leading dimensions that q, k and v do not have.")
-    return scale, mask.expand(scores)
 
 
 def _scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
@@ -144,7 +118,7 @@ def flash_forward(
     log-sum-exp of its scores (``-inf`` for a query with no allowed key, whose output is 0). Equal to
     ``ah.attention(q, k, v, mask)[0]``, but only a ``(block_q, block_k)`` tile of scores exists at a time.
     """
-    scale, mask = _inputs(q, k, v, mask, causal, block_q, block_k, scale)
+    scale, mask = validate.tiled_attention_args(q, k, v, mask, causal, block_q, block_k, scale)  # mask: (..., t_q, t_k)
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
     traffic = Traffic() if traffic is None else traffic  # counts what moves; nobody reads it unless passed
     outputs, lses = [], []
@@ -181,7 +155,7 @@ def flash_backward(
     recomputes ``P = exp(S - L)``; with ``D = rowsum(dO ∘ O)``: ``dV = Pᵀ dO``, ``dP = dO Vᵀ``,
     ``dS = P ∘ (dP - D)``, ``dQ = scale · dS K``, ``dK = scale · dSᵀ Q``, summed over the tiles.
     """
-    scale, mask = _inputs(q, k, v, mask, causal, block_q, block_k, scale)
+    scale, mask = validate.tiled_attention_args(q, k, v, mask, causal, block_q, block_k, scale)  # mask: (..., t_q, t_k)
     if o.shape != do.shape or o.shape != (*q.shape[:-1], v.shape[-1]) or L.shape != (*q.shape[:-1], 1):
         raise ValueError(f"o and do must have the output's shape {(*q.shape[:-1], v.shape[-1])} and L "
                          f"{(*q.shape[:-1], 1)}, got o {tuple(o.shape)}, do {tuple(do.shape)}, L {tuple(L.shape)}: "
@@ -212,7 +186,8 @@ class FlashAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, causal, block_q, block_k, scale):  # noqa: ANN001, ANN205
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                causal: bool, block_q: int, block_k: int, scale: float | None) -> torch.Tensor:
         """The output of :func:`flash_forward`; saves ``q``, ``k``, ``v``, the output and ``L``."""
         o, L = flash_forward(q, k, v, mask, causal, block_q, block_k, scale)
         ctx.save_for_backward(q, k, v, o, L)
@@ -220,7 +195,7 @@ class FlashAttention(torch.autograd.Function):
         return o
 
     @staticmethod
-    def backward(ctx, do):  # noqa: ANN001, ANN205
+    def backward(ctx: Any, do: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         """``(dq, dk, dv)`` from :func:`flash_backward`, and no gradient for the settings."""
         q, k, v, o, L = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, L, do, *ctx.settings)

@@ -267,9 +267,7 @@ def decode_flops(model: TinyDecoder, sizes: Sequence[int], seed: int = 0) -> pd.
     products with keys and values, ``bmm``). Indexed by t. Deterministic (chapter 9).
     """
     rows = []
-    for t in sizes_list(sizes):
-        if t < 2:
-            raise ValueError("sizes must be >= 2: a cached step needs at least one earlier token.")
+    for t in sizes_list(sizes, minimum=2, why="a cached step needs at least one earlier token"):
         tokens, caches = _step_inputs(model, t, seed)
         cached = flops_by_operator(model, tokens[:, -1:], caches)
         full = flops_by_operator(model, tokens)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 import math
-import operator
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from .. import validate
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from . import CheckFailed, book_attention, call, check_tensor, check_value, on_other_sizes, run_by_hand, torch_attention
 
@@ -31,17 +31,16 @@ def _as_float(strides: object, name: str) -> torch.Tensor:
     if not isinstance(strides, (tuple, list)):
         raise CheckFailed(f"{wanted}, got {type(strides).__name__}.")
     for s in strides:
+        if validate.whole_number(s) is not None:
+            continue
         if isinstance(s, (bool, np.bool_)) or getattr(s, "dtype", None) in (torch.bool, np.dtype(bool)):
             raise CheckFailed(f"{wanted}, and it holds the bool {s!r}. Hint: a stride counts elements; write each "
                               "one as a whole number.")
-        try:
-            operator.index(s)
-        except TypeError:
-            whole = isinstance(s, float | np.floating) or isinstance(s, torch.Tensor) and s.is_floating_point()
-            raise CheckFailed(f"{wanted}, and it holds {s!r}, a {type(s).__name__}. Hint: " + (
-                "a stride counts elements, a whole number: write it without a decimal point (7, not 7.0)."
-                if whole else "write each stride as a whole number.")) from None
-    return torch.tensor([operator.index(s) for s in strides], dtype=torch.float32)
+        whole = isinstance(s, float | np.floating) or isinstance(s, torch.Tensor) and s.is_floating_point()
+        raise CheckFailed(f"{wanted}, and it holds {s!r}, a {type(s).__name__}. Hint: " + (
+            "a stride counts elements, a whole number: write it without a decimal point (7, not 7.0)."
+            if whole else "write each stride as a whole number."))
+    return torch.tensor([validate.whole_number(s) for s in strides], dtype=torch.float32)
 
 
 def transpose_strides(strides_t: tuple[int, ...], strides_c: tuple[int, ...]) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 
-import numpy as np
 import torch
 from torch import nn
 
+from .. import validate
 from ..attention import attention
 from ..cost import TensorMemoryTracker
 from . import CheckFailed, Watch, book_attention, call, check_tensor, on_other_sizes
@@ -38,10 +37,9 @@ def broadcast_shape(answer: object) -> None:
     if isinstance(answer, (set, frozenset, dict)):
         raise CheckFailed(f"out_shape should be a tuple such as (1, 2, 3): a {type(answer).__name__} has no order "
                           f"(and a set no repeated sizes), got {answer!r}.")
-    if isinstance(answer, str) or shape is None or not all(isinstance(n, numbers.Integral) and not isinstance(
-            n, (bool, np.bool_)) for n in shape):  # NumPy's integers are whole numbers too
+    if isinstance(answer, str) or shape is None or any(validate.whole_number(n) is None for n in shape):
         raise CheckFailed(f"out_shape should be a tuple of ints such as (1, 2, 3), got {answer!r}.")
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(validate.whole_number(n) for n in shape)
     mistakes = {
         (2, 4, 5, 8): "the last dimension of the output comes from the values, not from the queries.",
         (2, 4, 7, 6): "there is one output row per query, not one per key.",

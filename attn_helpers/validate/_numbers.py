@@ -1,0 +1,174 @@
+"""Checks of single numbers and lists of numbers: sizes, lengths, factors and rates (chapters 1-12).
+
+``integer`` is the package's one integer check; every other check of a whole number goes through it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+def positive_int(
+    value: object, name: str, minimum: int = 1, *, maximum: int | None = None, none_ok: bool = False, why: str = ""
+) -> Any:
+    """``value`` as an ``int`` after checking it is a whole number ``>= minimum`` (chapters 1-7).
+
+    Takes Python and NumPy integers and 0-d integer tensors; rejects bools, floats and strings
+    with a message that shows what was passed and what to write. ``maximum`` bounds it from above;
+    ``why`` (a few words) is added to the message. With ``none_ok``, ``None`` passes through unchanged.
+    """
+    return integer(value, name, minimum=minimum, maximum=maximum, none_ok=none_ok, why=why)
+
+
+def integer(
+    value: object, name: str, *, minimum: int | None = None, maximum: int | None = None, none_ok: bool = False,
+    why: str = "",
+) -> Any:
+    """``value`` as an ``int`` after checking it is a whole number in ``minimum … maximum`` (either may be None).
+
+    The one integer check of the package (:func:`positive_int` is this with ``minimum=1``): Python and
+    NumPy integers and 0-d integer tensors pass; bools, floats and strings raise a ``ValueError`` that
+    says what was passed and, where it can, what to write instead.
+    """
+    if value is None and none_ok:
+        return None
+    number = whole_number(value)
+    if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
+        return number
+    if maximum is not None:
+        what = f"an integer between {minimum} and {maximum}" if minimum is not None else f"an integer of at most {maximum}"
+    elif minimum is None:
+        what = "an integer"
+    else:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
+    what += f" ({why})" if why else ""
+    what += " or None" if none_ok else ""
+    raise ValueError(f"{name} must be {what}, got {_described(value, name)}.")
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as an ``int`` if it is a whole number, else ``None``: the test behind every integer check.
+
+    Python and NumPy integers and 0-d integer tensors are whole numbers; bools (``True`` is 1 to Python),
+    floats and strings are not. For a caller that words its own message, such as an exercise's check.
+    """
+    if isinstance(value, (bool, float)) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _described(value: object, name: str) -> str:
+    """``value`` as an error message shows it: its repr, what kind of thing it is, and the fix if there is one."""
+    if isinstance(value, str):
+        fix = f"; pass {name}={value.strip()}" if value.strip().isdigit() and name.isidentifier() else ""
+        return f"{name}={value!r} (a string){fix}"
+    if _kind(value) == "a bool, not a number":
+        return f"{value!r} (a bool, not a number)"
+    if isinstance(value, float) and value.is_integer() and name.isidentifier():
+        return f"{value!r} (a float); pass {name}={int(value)}"
+    return repr(value)
+
+
+def _kind(value: object) -> str:
+    """What kind of thing ``value`` is, for a message: "a bool, not a number", "a float", "a str", …"""
+    if isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+        return "a bool, not a number"
+    return f"a {type(value).__name__}"
+
+
+def positive_number(value: object, name: str, *, above: float = 0.0, why: str = "") -> float:
+    """``value`` as a ``float`` after checking it is a finite number ``> above`` (0 unless told), not a bool.
+
+    Takes Python and NumPy numbers and 0-d tensors; ``why`` (a few words) is added to the message.
+    """
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype != torch.bool:
+        value = value.item()
+    is_number = not isinstance(value, (bool, str, torch.Tensor)) and hasattr(value, "__float__")
+    if is_number and "bool" not in str(getattr(value, "dtype", "")) and math.isfinite(float(value)) \
+            and float(value) > above:
+        return float(value)
+    what = "a positive finite number" if above == 0 else f"a finite number larger than {above:g}"
+    raise ValueError(f"{name} must be {what}{f' ({why})' if why else ''}, got {_described(value, name)}.")
+
+
+def sizes_list(sizes: object, name: str = "sizes", minimum: int = 1, why: str = "") -> list[int]:
+    """Sequence lengths to measure (chapters 7 and 9): a non-empty, increasing list of integers ``>= minimum``.
+
+    Python and NumPy integers pass, as in :func:`positive_int`; ``why`` (a few words) is added to the message
+    for a number below ``minimum``. Returns them as a list of ``int``.
+    """
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or isinstance(sizes, dict):
+        raise ValueError(f"{name} must be a non-empty list of positive ints, got {sizes!r}.")
+    values = list(sizes)
+    numbers = [whole_number(t) for t in values]
+    if not numbers or any(n is None for n in numbers):
+        bad = next((f"; {t!r} ({_kind(t)}) is not one" for t, n in zip(values, numbers, strict=True) if n is None), "")
+        raise ValueError(f"{name} must be a non-empty list of positive ints, got {values!r}{bad}.")
+    if min(numbers) < minimum:
+        what = "positive ints" if minimum == 1 else f"ints >= {minimum}"
+        raise ValueError(f"{name} must be a non-empty list of {what}{f' ({why})' if why else ''}, got {values!r}.")
+    if numbers != sorted(set(numbers)):
+        raise ValueError(f"{name} must be increasing without repeats, got {numbers}.")
+    return numbers
+
+
+def lengths_list(lengths: object) -> list[int]:
+    """Sequence lengths (a list, tuple, 1-D integer tensor or array) as a non-empty list of ints >= 0 (chapter 7)."""
+    if isinstance(lengths, torch.Tensor) or hasattr(lengths, "dtype"):
+        kind = str(getattr(lengths, "dtype", ""))
+        if getattr(lengths, "ndim", None) != 1 or "float" in kind or "bool" in kind:
+            raise ValueError(
+                f"lengths must be a 1-D integer tensor or a list of ints, got a tensor of shape "
+                f"{tuple(lengths.shape)} and dtype {lengths.dtype}."
+            )
+        lengths = lengths.tolist()
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
+        raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
+    return [positive_int(n, "every length", 0) for n in lengths]
+
+
+def even_int(value: object, name: str) -> int:
+    """``value`` as an ``int`` after checking it is a positive even number, such as RoPE's width (chapter 11)."""
+    number = positive_int(value, name)
+    if number % 2:
+        raise ValueError(
+            f"{name} must be even, got {number}: RoPE turns the features in pairs, one pair per frequency. "
+            f"Use an even {name} (e.g. {number + 1})."
+        )
+    return number
+
+
+def scale_factor(value: object, name: str) -> float:
+    """``value`` as a float after checking it is a finite number ``>= 1``: how many times longer (chapter 11)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 1
+    if not ok:
+        raise ValueError(
+            f"{name} must be a number of at least 1 (the new length over the trained one, e.g. 4 for 4 times "
+            f"longer), got {value!r}."
+        )
+    return float(value)
+
+
+def decay_rate(value: object, name: str = "decay") -> float:
+    """``value`` as a float after checking it is a real number in (0, 1] (chapter 12's decay γ).
+
+    Rejects bools, strings, tensors of more than one number, and numbers outside (0, 1].
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, str, torch.Tensor)) or not hasattr(value, "__float__"):
+        raise TypeError(f"{name} must be a number in (0, 1], got {value!r} ({type(value).__name__}); 1 means no decay.")
+    number = float(value)
+    if not 0 < number <= 1:
+        raise ValueError(f"{name} must lie in (0, 1], got {number!r}: each step multiplies the state by it, "
+                         f"so 1 keeps everything and 0.9 forgets a tenth a token.")
+    return number
