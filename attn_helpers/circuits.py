@@ -22,6 +22,7 @@ from torch import nn
 from . import validate
 from .masks import causal_mask
 from .modules import MultiHeadAttention
+from .training import fit, one_thread
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -189,31 +190,26 @@ def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64
     ``measured`` (held-out sequences of their own: the training batches and the losses stay the same).
     """
     _check_model(model)
-    steps = validate.positive_int(steps, "steps")
     batch_size = validate.positive_int(batch_size, "batch_size")
     log_every = validate.positive_int(log_every, "log_every", none_ok=True)
     gen = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     result = InductionResult()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a fixed summation order: the same losses on every run
-    try:
+
+    def batch_loss() -> torch.Tensor:
+        tokens, scored = induction_batch(batch_size, model.vocab_size, model.seq_len, generator=gen)  # (b, t) each
+        logits, _ = model(tokens)  # (b, t, vocab_size)
+        where = scored[:, :-1]  # position j predicts token j + 1
+        return F.cross_entropy(logits[:, :-1][where], tokens[:, 1:][where])
+
+    def measure(step: int, _: float) -> None:
+        if log_every and step % log_every == 0:
+            result.measured[step] = measure_heads(model)
+
+    with one_thread():
         if log_every:
             result.measured[0] = measure_heads(model)
-        for step in range(1, steps + 1):
-            tokens, scored = induction_batch(batch_size, model.vocab_size, model.seq_len, generator=gen)
-            logits, _ = model(tokens)  # (b, t, vocab_size)
-            where = scored[:, :-1]
-            loss = F.cross_entropy(logits[:, :-1][where], tokens[:, 1:][where])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            result.losses.append(loss.item())
-            if log_every and step % log_every == 0:
-                result.measured[step] = measure_heads(model)
+        result.losses = fit(model, batch_loss, validate.positive_int(steps, "steps"), lr, after_step=measure)
         result.accuracy = induction_accuracy(model)
-    finally:
-        torch.set_num_threads(threads)
     return result
 
 

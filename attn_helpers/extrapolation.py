@@ -19,6 +19,7 @@ from .circuits import induction_batch
 from .long_context import alibi_bias, rope_with_frequencies
 from .masks import causal_mask
 from .position import frequencies, sinusoidal_encoding
+from .training import fit
 
 __all__ = ["SCHEMES", "PositionModel", "train", "accuracy"]
 
@@ -42,15 +43,20 @@ class PositionModel(nn.Module):
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
         self.scheme, self.vocab_size = scheme, validate.positive_int(vocab_size, "vocab_size", 2)
         self.num_heads, self.max_len = validate.positive_int(num_heads, "num_heads"), max_len
-        self.d_k = validate.even_int(d_model // num_heads, "d_model / num_heads")
+        if validate.positive_int(d_model, "d_model") % self.num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}: each head takes d_model / num_heads "
+                             f"of the features.")
+        self.d_k = validate.even_int(d_model // num_heads, "d_model / num_heads")  # RoPE turns pairs of features
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(validate.positive_int(max_len, "max_len"), d_model) if scheme == "learned" else None
+        n_layers = validate.positive_int(n_layers, "n_layers")
         self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
         self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, tokens: torch.Tensor, allowed: torch.Tensor | None = None, theta: torch.Tensor | None = None,
                 factor: float = 1.0) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits ``(b, t, vocab_size)`` and each layer's weights ``(b, h, t, t)`` for ids ``(b, t)``."""
         b, t = validate.token_ids(tokens, self.vocab_size)
         if self.scheme == "learned" and t > self.max_len:
             raise ValueError(f"a learned position table has {self.max_len} rows: it cannot read {t} tokens.")
@@ -80,25 +86,16 @@ def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size:
 
     The loss is the cross-entropy of the next token at the positions inside the repeat. Seeded, one thread.
     """
-    steps, batch_size = validate.positive_int(steps, "steps"), validate.positive_int(batch_size, "batch_size")
+    batch_size = validate.positive_int(batch_size, "batch_size")
     gen = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a fixed summation order: the same losses on every run
-    losses = []
-    try:
-        for _ in range(steps):
-            tokens, scored = induction_batch(batch_size, model.vocab_size, seq_len, generator=gen)  # (b, t) each
-            logits, _ = model(tokens)
-            where = scored[:, :-1]  # position j predicts token j + 1
-            loss = F.cross_entropy(logits[:, :-1][where], tokens[:, 1:][where])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-    finally:
-        torch.set_num_threads(threads)
-    return losses
+
+    def batch_loss() -> torch.Tensor:
+        tokens, scored = induction_batch(batch_size, model.vocab_size, seq_len, generator=gen)  # (b, t) each
+        logits, _ = model(tokens)  # (b, t, vocab_size)
+        where = scored[:, :-1]  # position j predicts token j + 1
+        return F.cross_entropy(logits[:, :-1][where], tokens[:, 1:][where])
+
+    return fit(model, batch_loss, steps, lr)
 
 
 @torch.no_grad()

@@ -17,7 +17,7 @@ from torch import nn
 
 from . import validate
 from .modules import MultiHeadAttention
-from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss
+from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss, fit, one_thread
 
 __all__ = [
     "LOOKBACK",
@@ -130,22 +130,13 @@ def train_two_back(
     :func:`two_back_accuracy` on sequences the model never trained on.
     """
     _check_model(model)
-    steps = validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    result = TrainResult()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a fixed summation order: identical losses run to run
-    try:
-        for _ in range(steps):
-            x, _, targets = two_back_batch(batch_size, model.seq_len, model.vocab_size, gen)
-            logits, _ = model(x)  # (b, t, 2, V)
-            loss = two_back_loss(logits, targets)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            result.losses.append(loss.item())
-        result.accuracy = two_back_accuracy(model).both
-    finally:
-        torch.set_num_threads(threads)
-    return result
+
+    def batch_loss() -> torch.Tensor:
+        x, _, targets = two_back_batch(batch_size, model.seq_len, model.vocab_size, gen)
+        logits, _ = model(x)  # (b, t, 2, V)
+        return two_back_loss(logits, targets)
+
+    with one_thread():
+        losses = fit(model, batch_loss, steps, lr)
+        return TrainResult(losses, two_back_accuracy(model).both)

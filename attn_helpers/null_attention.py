@@ -19,6 +19,7 @@ from torch import nn
 
 from . import validate
 from .plotting import plot_attention
+from .training import fit
 
 __all__ = [
     "NORMALISERS",
@@ -132,22 +133,12 @@ def train_retrieval(model: RetrievalAttention, task: RetrievalTask, steps: int =
 
     Runs on one thread: the tensors are so small that a second thread only adds waiting.
     """
-    steps = validate.positive_int(steps, "steps")
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for _ in range(steps):
-            out, _ = model(task)
-            loss = ((out - task.target) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-    finally:
-        torch.set_num_threads(before)
-    return losses
+
+    def batch_loss() -> torch.Tensor:
+        out, _ = model(task)  # (n, d_v): the whole task is the batch
+        return ((out - task.target) ** 2).mean()
+
+    return fit(model, batch_loss, steps, lr)
 
 
 @torch.no_grad()

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import validate
-from .training import LETTERS, TrainResult, one_thread
+from .training import LETTERS, TrainResult, fit, one_thread
 
 __all__ = [
     "recall_features",
@@ -138,18 +138,13 @@ def train_recall(
     """
     _check_model(model, n_keys, n_values)
     _check_task(n_pairs, n_keys, n_values)
-    validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    result = TrainResult()
+
+    def batch_loss() -> torch.Tensor:
+        x, _, _, _, target = recall_batch(batch_size, n_pairs, n_keys, n_values, gen)
+        logits, _ = recall_logits(model, x)  # (b, n_values)
+        return F.cross_entropy(logits, target)
+
     with one_thread():
-        for _ in range(steps):
-            x, _, _, _, target = recall_batch(batch_size, n_pairs, n_keys, n_values, gen)
-            logits, _ = recall_logits(model, x)  # (b, n_values)
-            loss = F.cross_entropy(logits, target)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            result.losses.append(loss.item())
-        result.accuracy = recall_accuracy(model, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values)
-    return result
+        losses = fit(model, batch_loss, steps, lr)
+        return TrainResult(losses, recall_accuracy(model, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values))

@@ -9,7 +9,7 @@ to find the right neighbour from the position part and to copy the identity part
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -29,6 +29,7 @@ __all__ = [
     "LETTERS",
     "TrainResult",
     "one_thread",
+    "fit",
     "copy_task_batch",
     "token_labels",
     "copy_task_loss",
@@ -59,6 +60,29 @@ def one_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr: float,
+        after_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Adam on ``model``'s parameters for ``steps`` steps, on one thread; returns every step's loss (chapter 4).
+
+    Each step computes ``batch_loss()`` (a 0-d tensor: the loss of a fresh batch), back-propagates it and
+    updates the weights, then calls ``after_step(step, loss)`` if given (steps count from 1). The one
+    training loop of the book: chapters 4, 5, 8, 9 and 11 train their models with it.
+    """
+    steps = validate.positive_int(steps, "steps")
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    with one_thread():  # a fixed summation order: the same losses on every run
+        for step in range(1, steps + 1):
+            loss = batch_loss()  # 0-d
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+            if after_step is not None:
+                after_step(step, losses[-1])
+    return losses
 
 
 def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
@@ -149,23 +173,21 @@ def train_copy_task(
     """
     _check_model(model, seq_len, vocab_size)
     _check_task(seq_len, vocab_size, offset)
-    validate.positive_int(steps, "steps")
     gen = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    result = TrainResult()
-    with one_thread():  # a fixed summation order: identical losses across machines and runs
-        bar = tqdm(range(steps), desc="training", file=sys.stdout, disable=not progress, ncols=80, mininterval=0.5)
-        for _ in bar:
-            x, _, targets = copy_task_batch(batch_size, seq_len, vocab_size, offset, gen)
-            logits, _ = model(x)  # (b, t, vocab_size)
-            loss = copy_task_loss(logits, targets)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            result.losses.append(loss.item())
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-        result.accuracy = copy_task_accuracy(model, offset=offset, seq_len=seq_len, vocab_size=vocab_size)
-    return result
+
+    def batch_loss() -> torch.Tensor:
+        x, _, targets = copy_task_batch(batch_size, seq_len, vocab_size, offset, gen)
+        logits, _ = model(x)  # (b, t, vocab_size)
+        return copy_task_loss(logits, targets)
+
+    def show(_: int, loss: float) -> None:
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        bar.update()
+
+    with tqdm(total=validate.positive_int(steps, "steps"), desc="training", file=sys.stdout, disable=not progress,
+              ncols=80, mininterval=0.5) as bar, one_thread():
+        losses = fit(model, batch_loss, steps, lr, after_step=show)
+        return TrainResult(losses, copy_task_accuracy(model, offset=offset, seq_len=seq_len, vocab_size=vocab_size))
 
 
 def plot_losses(losses: list[float], title: str = "Training loss", ax: plt.Axes | None = None) -> plt.Axes:
