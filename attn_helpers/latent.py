@@ -58,10 +58,10 @@ class LatentAttention(nn.Module):
         self.d_model = validate.positive_int(d_model, "d_model")
         self.num_heads = validate.positive_int(num_heads, "num_heads")
         self.d_c = validate.positive_int(d_c, "d_c")
-        self.d_rope = validate.positive_int(d_rope, "d_rope")
-        if d_model % num_heads or d_rope % 2:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}, and d_rope={d_rope} must be "
-                             f"even (RoPE rotates pairs of features).")
+        self.d_rope = validate.even_int(d_rope, "d_rope")  # RoPE turns pairs of features
+        if d_model % num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}: each head takes d_model / num_heads "
+                             f"of the features.")
         self.d_k = d_model // num_heads
         h, d_k = self.num_heads, self.d_k
         self.W_q = nn.Linear(d_model, h * d_k, bias=False)  # content queries
@@ -74,6 +74,7 @@ class LatentAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: LatentCache | None = None, absorb: bool = True
                 ) -> tuple[torch.Tensor, LatentCache]:
+        """``(out (b, t_new, d_model), cache)`` for new tokens ``x`` ``(b, t_new, d_model)`` after ``cache``."""
         validate.head_inputs(self, x, None)
         if x.dim() != 3:
             raise ValueError(f"x must have shape (b, t_new, d_model), got {tuple(x.shape)}: add a batch with x[None].")
@@ -110,4 +111,5 @@ class LatentAttention(nn.Module):
         return (self.d_c + self.d_rope) * torch.finfo(dtype).bits // 8
 
     def extra_repr(self) -> str:
+        """The sizes, as ``print(layer)`` shows them."""
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_c={self.d_c}, d_rope={self.d_rope}"

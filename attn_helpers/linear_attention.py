@@ -126,6 +126,7 @@ class LinearAttentionHead(nn.Module):
         self.W_v = nn.Linear(d_model, self.d_v, bias=False)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(out (..., t, d_v), weights (..., t, t))`` for ``x`` ``(..., t, d_model)``."""
         validate.head_inputs(self, x, None)
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (..., t, d_k), (..., t, d_k), (..., t, d_v)
         A = feature_map(q) @ feature_map(k).transpose(-2, -1) * decay_mask(x.shape[-2], 1.0, x.dtype)  # (..., t, t)
@@ -133,6 +134,7 @@ class LinearAttentionHead(nn.Module):
         return weights @ v, weights  # (..., t, d_v), (..., t, t)
 
     def extra_repr(self) -> str:
+        """The sizes, as ``print(head)`` shows them."""
         return f"d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}"
 
 

@@ -65,7 +65,8 @@ def draft_model(target: TinyDecoder, n_layers: int) -> TinyDecoder:
 
 @dataclass
 class SpeculativeRun:
-    """What :func:`speculative_generate` did: the tokens, and per round how many drafts the target accepted."""
+    """What :func:`speculative_generate` did: the tokens, and per round how many drafts the target accepted
+    (chapter 12)."""
 
     tokens: torch.Tensor
     accepted: list[int] = field(default_factory=list)
