@@ -100,3 +100,11 @@ def test_api_page_lists_every_top_level_name_with_its_chapter():
     rows = [line for line in attn_api.top_level_section().splitlines() if line.startswith("| {py:obj}")]
     assert [row.split("`")[1].split()[0] for row in rows] == [f"ah.{name}" for name in ah.__all__]
     assert all(row.split(" | ")[1].strip()[0].isdigit() for row in rows)  # the chapter column
+
+
+def test_api_page_names_every_idea_module_by_its_chapter():
+    """api.md's table of modules by chapter lists every public module but the four that serve every chapter."""
+    page = (Path(__file__).parent.parent / "api.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    listed = {name for row in rows for name in row.split(" | ")[1].split("`")[1::2]}
+    assert listed == set(PUBLIC_MODULES) - {"checks", "plotting", "tables", "validate"}
