@@ -1,7 +1,7 @@
 """Download the official GloVe 6B archive for readers who are online and want 100-300 dimensions (chapter 3).
 
-Part of the GloVe idea, kept beside ``glove.py`` rather than in it: no chapter runs it (the book ships
-its vectors), it is the one module that touches the network, and ``glove.py`` is long enough already.
+Part of the GloVe idea, kept beside ``glove`` rather than in it: no chapter runs it (the book ships
+its vectors), it is the one module that touches the network, and ``glove`` is long enough already.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .glove import GloVeDataError, _sha256_of
+from .glove import GloVeDataError
+from .glove._files import _sha256_of
 
 __all__ = ["GLOVE_6B_URL", "GLOVE_6B_SIZE", "download_glove"]
 

@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attn_helpers.glove import (  # noqa: E402
+from attn_helpers.glove._files import (  # noqa: E402
     CHECKSUMS,
     SUBSET_VECTORS,
     SUBSET_VOCAB,

@@ -135,10 +135,10 @@ def test_garbled_header_with_matching_checksums_is_reported_with_the_fix(copied_
 def test_a_damaged_cached_copy_is_parsed_again(tmp_path):
     source = tmp_path / "glove.6B.3d.txt"
     source.write_text("the 0.1 0.2 0.3\nof 1 2 3\n")
-    first = ah.glove._load_text_cached(source, None, 3, tmp_path / "cache")
+    first = ah.glove._files._load_text_cached(source, None, 3, tmp_path / "cache")
     [copy] = (tmp_path / "cache").glob("*.npy")
     copy.write_bytes(copy.read_bytes().replace(b"'<f4'", b"'|O' ", 1))
-    words, vectors = ah.glove._load_text_cached(source, None, 3, tmp_path / "cache")
+    words, vectors = ah.glove._files._load_text_cached(source, None, 3, tmp_path / "cache")
     assert words == first[0] == ["the", "of"] and np.array_equal(vectors, first[1])
     assert np.load(copy).dtype == np.float32  # and the copy was written again
 
@@ -165,7 +165,7 @@ SAMPLE = (
 def test_text_loader_reads_tricky_tokens_exactly(tmp_path):
     path = tmp_path / "glove.6B.50d.txt"
     path.write_text(SAMPLE, encoding="utf-8")
-    words, vectors = glove_module._read_glove_text(path)
+    words, vectors = glove_module._files._read_glove_text(path)
     assert words == ["the", "null", "nan", '"', "n't", "#"]
     assert vectors.dtype == np.float32
     assert np.array_equal(vectors[1], np.array([1.0, -2.5, 0.03], dtype=np.float32))
@@ -191,4 +191,4 @@ def test_truncated_text_file_is_reported(tmp_path):
     path = tmp_path / "glove.6B.50d.txt"
     path.write_text("the 0.1 0.2 0.3\ncat 0.4 0.5\n")
     with pytest.raises(ah.glove.GloVeDataError, match="truncated|not a GloVe text file"):
-        glove_module._read_glove_text(path)
+        glove_module._files._read_glove_text(path)

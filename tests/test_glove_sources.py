@@ -88,7 +88,7 @@ def test_second_load_uses_the_parsed_copy(tmp_path, monkeypatch):
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed the text again instead of using the cached copy")
 
-    monkeypatch.setattr(glove_module, "_read_glove_text", no_parsing)
+    monkeypatch.setattr(glove_module._files, "_read_glove_text", no_parsing)  # the reader of the files
     second = ah.GloVe(path=text)
     assert second.itos == first.itos and torch.equal(second.vectors, first.vectors)
     assert isinstance(second.vectors, torch.Tensor) and second.vectors.dtype == torch.float32
@@ -126,7 +126,7 @@ def test_copies_are_written_atomically(tmp_path, monkeypatch):
         f.write(b"half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(glove_module.np, "save", broken_save)
+    monkeypatch.setattr(glove_module._files.np, "save", broken_save)
     g = ah.GloVe(path=text)  # the load itself succeeds; the copy is not kept
     assert len(g) == 6
     assert not any(p.name.endswith(".npy") for p in tmp_path.iterdir())
