@@ -31,9 +31,8 @@ def tree_mask(parents: Sequence[int]) -> torch.Tensor:
     n = len(parents)
     mask = torch.eye(n, dtype=torch.bool)  # (n, n): every token sees itself
     for i, p in enumerate(parents):
-        p = validate.positive_int(p, f"parents[{i}]", -1)
-        if p >= i:
-            raise ValueError(f"parents[{i}] = {p}: a token's parent must come before it (an index below {i}, or -1).")
+        p = validate.integer(p, f"parents[{i}]", minimum=-1, maximum=i - 1,
+                             why="a token's parent comes before it; -1 for a token after the accepted text")
         if p >= 0:
             mask[i] = mask[i] | mask[p]  # its parent's ancestors are its own
     return mask
