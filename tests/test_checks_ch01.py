@@ -186,6 +186,22 @@ def test_batch_rejects_a_reshape_for_a_transpose():
         check.sequence_first_attention(Wb, torch.bmm(Wb, Xs.transpose(0, 1)).reshape(4, 2, 3))
 
 
+def test_batch_hints_name_the_swap_without_the_code():
+    """Each layout mistake gets a hint that says what to swap, never the line that does it."""
+    Xs, Wb, Ys = batch_reference()
+    Xb = Xs.transpose(0, 1)
+    across = torch.softmax(torch.bmm(Xs, Xs.transpose(1, 2)), dim=-1)
+    regrouped = Xs.reshape(2, 4, 3)
+    W_regrouped = torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1)
+    for W, Y, hint in [(across, torch.bmm(across, Xs), "swap the first two dimensions of Xs"),
+                       (W_regrouped, torch.bmm(W_regrouped, regrouped).reshape(4, 2, 3), "Swap the two leading"),
+                       (Wb, torch.bmm(Wb, Xb), "swap its first two dimensions back"),
+                       (Wb, torch.bmm(Wb, Xb).reshape(4, 2, 3), "instead of swapping the two leading dimensions")]:
+        with pytest.raises(CheckFailed, match=hint) as failure:
+            check.sequence_first_attention(W, Y)
+        assert "transpose(0, 1)" not in str(failure.value) and "permute(" not in str(failure.value)
+
+
 def test_batch_rejects_wrong_weights():
     Xs, Wb, Ys = batch_reference()
     Xb = Xs.transpose(0, 1)

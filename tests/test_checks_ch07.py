@@ -248,6 +248,13 @@ def test_decoding_mask_accepts_helpers_and_names_that_only_look_like_tensors(cap
     assert capsys.readouterr().out == "✓ decoding_mask: correct\n"
 
 
+def test_decoding_mask_shortcut_hint_gives_no_code_of_the_answer():
+    """The hint after a forbidden helper asks the question that leads to the mask; it shows none of its code."""
+    with pytest.raises(CheckFailed, match="which keys may the first new query") as failure:
+        check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))
+    assert "torch.ones" not in str(failure.value) and "tril" not in str(failure.value)
+
+
 def test_decoding_mask_shortcut_hint_names_what_was_called():
     with pytest.raises(CheckFailed, match="causal_mask"):
         check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))

@@ -144,6 +144,12 @@ def test_merge_rejects_mistakes(wrong, hint):
         check.merge_function(wrong)
 
 
+def test_merge_hint_on_m_names_the_mistake_without_the_code():
+    with pytest.raises(CheckFailed, match="larger of the two shards' maxima") as failure:
+        check.merge_function(min_instead_of_max)
+    assert "torch.maximum" not in str(failure.value)  # the hint names the rule, not the line that solves it
+
+
 def test_merge_names_a_triple_on_another_device():  # "meta" stands in for a GPU
     with pytest.raises(CheckFailed, match="m is on the meta device"):
         check.merge_function(lambda a, b: tuple(x.to("meta") for x in reference_merge(a, b)))

@@ -86,7 +86,8 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
     if isinstance(W, torch.Tensor) and W.shape == (t, b, b):
         raise CheckFailed(
             f"W has shape {tuple(W.shape)}: torch.bmm took the tokens, the first dimension of Xs, for the batch, "
-            "and attended across the two sentences. Hint: put the sentences first with Xs.transpose(0, 1), (b, t, d)."
+            "and attended across the two sentences. Hint: swap the first two dimensions of Xs, so that the sentences "
+            "come first, (b, t, d), before the product."
         )
     scores = torch.bmm(Xb, Xb.transpose(1, 2))        # (b, t, t)
     expected_W = torch.softmax(scores, dim=-1)
@@ -94,7 +95,7 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
     regrouped = Xs.reshape(b, t, -1)                  # memory order cut into two "sentences" of mixed tokens
     check_tensor(W, expected_W, "W", {
         "Xs.reshape(2, 4, 3) (or .view) has the right shape, but it keeps the numbers in memory order, so each "
-        "of its \"sentences\" mixes tokens of both. Swap dimensions with transpose(0, 1) or permute(1, 0, 2).":
+        "of its \"sentences\" mixes tokens of both. Swap the two leading dimensions instead of reshaping.":
             torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
         "the sentences are in the other order: sentence j of Xs is Xs[:, j], and Wb[j] its weights.":
             expected_W.flip(0),
@@ -111,10 +112,10 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
     if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and _close(Y.detach(), batch_first, 1e-4):
         raise CheckFailed(
             f"Y is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
-            "(t, b, d) = (4, 2, 3). Hint: transpose it back with .transpose(0, 1)."
+            "(t, b, d) = (4, 2, 3). Hint: swap its first two dimensions back."
         )
     check_tensor(Y, batch_first.transpose(0, 1), "Y", {
-        "reshape(4, 2, 3) regroups the numbers in memory order instead of swapping dimensions: use transpose(0, 1).":
+        "reshape(4, 2, 3) regroups the numbers in memory order instead of swapping the two leading dimensions.":
             batch_first.reshape(t, b, -1),
         "the weights are transposed: output i is Σ_j W[i, j] x_j, which is torch.bmm(W, X).":
             torch.bmm(expected_W.transpose(1, 2), Xb).transpose(0, 1),

@@ -120,8 +120,8 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
         if watch.called:
             raise CheckFailed(
                 f"decoding_mask({t_q}, {t_k}) calls {', '.join(sorted(watch.called))}, which builds this mask for you "
-                f"and which the exercise asks you not to use. Hint: start from torch.ones(t_q, t_k, dtype=torch.bool) "
-                f"and keep the right triangle (tril takes a diagonal argument)."
+                f"and which the exercise asks you not to use. Hint: build the triangle yourself from a (t_q, t_k) "
+                f"tensor of True: which keys may the first new query, at position t_k - t_q, see?"
             )
         ones = torch.ones(t_q, t_k, dtype=torch.bool)
         expected = ones.tril(diagonal=t_k - t_q)  # (t_q, t_k): query i is position t_k - t_q + i

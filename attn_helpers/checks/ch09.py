@@ -106,7 +106,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
                 "a triple with no keys is (-inf, 0, 0). Hint: replace -inf by 0 only in a copy used inside the "
                 "exponent, e^(m_a - M), and return the maximum itself."
             )
-        raise CheckFailed("m is not right yet. Hint: the merged maximum is the larger of the two, torch.maximum(m_a, m_b).")
+        raise CheckFailed("m is not right yet. Hint: for each query, the merged maximum is the larger of the two shards' "
+                          "maxima (not the smaller, nor their sum).")
     print("✓ m: correct")
     check_tensor(ell, expected[1], "l", {
         "rescale each sum to the common maximum before adding: l_a e^(m_a - M) + l_b e^(m_b - M).": wrong[1],
