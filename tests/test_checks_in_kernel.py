@@ -22,6 +22,13 @@ CELLS = [
     "check.self_attention_function(self_attention)",
     "def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
+    # a learners' edition after Run All: the folded solution, the untouched answer cell, the check (make_editions.py)
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    'import attn_helpers as ah\nah.checks.no_answer_yet("1.1")',
+    "check.doubled_query_weights(w_doubled)",
+    # the learner's own answer in its place (the line is gone), then the check again
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)",
+    "check.doubled_query_weights(w_doubled)",
 ]
 
 
@@ -68,3 +75,17 @@ def test_the_grader_reads_each_failure_as_the_checks_message(executed):
         result, detail = _in_kernel(executed, [], index, None, {})
         assert result == "failed" and detail == error_of(executed.cells[index]).evalue.split("\n")[0].strip(), detail
     assert "Hint: these are the raw scores" in _in_kernel(executed, [], 1, None, {})[1]
+
+
+def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_solution(executed):
+    """Run All in a learners' edition runs the folded solution, then the answer cell still as made: the check
+    must not print a bare "✓ correct" for an answer the learner has not written; after the learner's own
+    answer (the cell's line replaced), it reports as usual."""
+    from attn_helpers.checks._answer import waiting_note
+
+    def printed(index):
+        return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+
+    assert printed(6) == f"{waiting_note('1.1')}\n✓ w_doubled: correct (the book's solution)\n"
+    assert "not answered yet" in waiting_note("1.1") and "folded solution" in waiting_note("1.1")
+    assert printed(8) == "✓ w_doubled: correct\n"
