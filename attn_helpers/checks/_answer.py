@@ -31,9 +31,9 @@ def no_answer_yet(number: str) -> None:
 
 
 def waiting_note(number: str) -> str:
-    """The line a check prints, once, when it checked the book's solution to Exercise ``number``."""
-    return (f"Exercise {number} is not answered yet: this checked the book's folded solution. Write your code in "
-            f"the cell above, in place of its lines, run it, then run this check.")
+    """The two lines a check prints, once, when it checked the book's solution to Exercise ``number``."""
+    return (f"Exercise {number} is not answered yet: this checked the book's folded solution.\n"
+            f"Write your code in the cell above, in place of its three lines, run it, then run this check.")
 
 
 def correct_line(name: str, book_solution: bool = False) -> str:
