@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
 
 CELLS = [
-    "import torch\nfrom attn_helpers.checks import ch01 as check",
+    "import torch\nimport attn_helpers as ah\nfrom attn_helpers.checks import ch01 as check",
     "w_doubled = torch.tensor([8.0, 4.0])  # the raw scores\ncheck.doubled_query_weights(w_doubled)",
     "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=0)\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
@@ -24,10 +24,13 @@ CELLS = [
     "check.self_attention_function(self_attention)",
     # a learners' edition after Run All: the folded solution, the untouched answer cell, the check (make_editions.py)
     "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
-    'import attn_helpers as ah\nah.checks.no_answer_yet("1.1")',
+    '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
     "check.doubled_query_weights(w_doubled)",
     # the learner's own answer in its place (the line is gone), then the check again
     "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)",
+    "check.doubled_query_weights(w_doubled)",
+    # the learner's answer written under the line instead of in its place: an answer all the same
+    'ah.checks.no_answer_yet("1.1")\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)',
     "check.doubled_query_weights(w_doubled)",
 ]
 
@@ -88,4 +91,14 @@ def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_soluti
 
     assert printed(6) == f"{waiting_note('1.1')}\n✓ w_doubled: correct (the book's solution)\n"
     assert "not answered yet" in waiting_note("1.1") and "folded solution" in waiting_note("1.1")
-    assert printed(8) == "✓ w_doubled: correct\n"
+    assert printed(8) == printed(10) == "✓ w_doubled: correct\n"
+
+
+def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
+    """A learners' edition handed in with an answer cell untouched: its check passed on the book's folded
+    solution, which is no answer of the learner's."""
+    from grading.notebook import _in_kernel
+
+    result, detail = _in_kernel(executed, [4, 5], 6, None, {})
+    assert result == "error" and detail.startswith("not answered") and "learners' edition" in detail, detail
+    assert _in_kernel(executed, [7], 8, None, {}) == ("passed", "")

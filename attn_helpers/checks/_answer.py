@@ -4,7 +4,8 @@ A learners' edition (scripts/make_editions.py) keeps each exercise's solution, f
 cell, so that Run All still runs the whole chapter. Until the learner writes there, the check below checks the
 book's solution: the answer cell's one line of code, ``ah.checks.no_answer_yet("1.2")``, tells the check cell run
 right after it (the next cell IPython runs) to say so, instead of a bare "✓ correct" under an empty answer.
-A learner's code in place of that line, or any other cell run in between, and the check reports as usual.
+A learner's code in place of that line (or under it), or any other cell run in between, and the check reports
+as usual.
 """
 
 from __future__ import annotations
@@ -23,11 +24,21 @@ def _execution_count() -> int | None:
     return None if shell is None else shell.execution_count
 
 
+def _cell_holds_only_the_marker() -> bool:
+    """True when the cell running now holds nothing but comments and the :func:`no_answer_yet` line (a learner
+    who wrote code under that line, without deleting it, has answered all the same)."""
+    from IPython import get_ipython
+
+    history = get_ipython().history_manager.input_hist_raw  # the running cell's source is stored before it runs
+    lines = [line.strip() for line in (history[-1] if history else "").splitlines()]
+    return all(not line or line.startswith("#") or "no_answer_yet(" in line for line in lines)
+
+
 def no_answer_yet(number: str) -> None:
     """Mark Exercise ``number``'s answer cell as still empty, for the check cell run next (see the module)."""
     global _waiting
     count = _execution_count()
-    _waiting = None if count is None else (count, str(number))
+    _waiting = (count, str(number)) if count is not None and _cell_holds_only_the_marker() else None
 
 
 def waiting_note(number: str) -> str:
