@@ -11,8 +11,9 @@ it runs, and autosave saves it).
 The learners' JupyterLab is the book's environment with three things switched off, through the settings in
 ``scripts/learners_lab/`` (put first on ``JUPYTER_CONFIG_PATH``): nbgrader's lab and server extensions (its
 Validate button and its menus belong to instructors, who keep them in their own ``jupyter lab``), and
-jupyterlab-myst, which the editions do not need (they are plain Markdown) and which would number every display
-equation a second time, "(1.1) (1)". As root (a Docker container), JupyterLab needs ``--allow-root``.
+jupyterlab-myst, which the editions do not need (they are plain Markdown; their display equations are
+``equation*``, which it does not number a second time, see scripts/plain_markdown.py). As root (a Docker
+container), JupyterLab needs ``--allow-root``.
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ computed, made for plain Jupyter:
   1.2", that JupyterLab and Jupyter Notebook 7 show collapsed (cell metadata ``jp-MarkdownHeadingCollapsed``)
   and Colab too (notebook metadata ``colab.collapsed_sections``, which lists the cell's ``metadata.id``): the
   solution's text, code and output (the answer to a "predict, then run" question) sit hidden under it, and a
-  click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell (a comment) for
-  the learner's own attempt: it runs after the solution, so the check cell below it checks the learner's
-  answer, and Run All still runs the whole chapter;
+  click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell for the
+  learner's own attempt: it runs after the solution, so the check cell below it checks the learner's answer,
+  and Run All still runs the whole chapter. Until the learner writes there, the cell's one line of code,
+  ``ah.checks.no_answer_yet("1.2")``, makes the check say that it checked the book's solution and that the
+  exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in
+  the edition says the same, as Run All would;
 - a "predict, then run" exercise gets a prediction cell under its text, as in the student editions;
-- the code cells, the check cells and their outputs are the chapter's (glue records aside), unchanged.
+- the code cells, the check cells and their outputs are otherwise the chapter's (glue records aside), unchanged.
 
 No cell is executed: the outputs are the committed ones, which nbval compares with a fresh run, so an
 edition made twice is the same file. With ``--keep``, a copy the learner has edited is never overwritten
@@ -28,6 +31,7 @@ edition made twice is the same file. With ``--keep``, a copy the learner has edi
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -39,9 +43,24 @@ from learner_copies import place, report
 from make_student import exercise_metadata
 from plain_markdown import ChapterText, MystError
 
+from attn_helpers.checks._answer import correct_line, waiting_note
+
 COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a folded heading
-ANSWER = ("# Your answer to Exercise {number}: write it here. This cell runs after the folded solution above,\n"
-          "# so the check below checks your answer.")
+ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
+          "# run it, then run the check below. Until then, the check checks the folded solution above.\n"
+          'ah.checks.no_answer_yet("{number}")')
+CORRECT = re.compile(r"^✓ (.+): correct$")
+
+
+def as_run_all_shows(check: nbformat.NotebookNode, number: str) -> None:
+    """Give the check cell under an untouched answer cell the output Run All gives it: that the book's solution
+    passed, and that the exercise waits for the learner's answer (attn_helpers.checks._answer.py)."""
+    for out in check.outputs:
+        if out.get("output_type") == "stream" and out.get("name") == "stdout":
+            lines = out.text.splitlines()
+            if lines and all(CORRECT.match(line) for line in lines):
+                out.text = "\n".join([waiting_note(number), *(correct_line(CORRECT.match(line)[1], True)
+                                                               for line in lines)]) + "\n"
 
 
 def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
@@ -57,7 +76,11 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             gates.setdefault(i, []).append(kind)
             owner[i] = ex
     cells, folded = [], []
+    waiting = None  # the number of the exercise whose answer cell was just added: its check cell comes next
     for i, cell in enumerate(nb.cells):
+        if waiting and cell.cell_type == "code":
+            as_run_all_shows(cell, waiting)
+        waiting = None if cell.cell_type == "code" else waiting
         if i in gates:
             number = text.targets[owner[i].label].number
             prose = text.plain(GATE_BLOCK.sub("", cell.source)).strip()
@@ -71,6 +94,7 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             if "end" in gates[i]:
                 cells.append(new_markdown(cell, "answer", "#### Your answer"))
                 cells.append(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(cell, "answer-code")))
+                waiting = number
             continue
         if cell.cell_type == "markdown":
             cell.source = text.plain(cell.source)

@@ -21,9 +21,14 @@ from one chapter, numbering everything as Jupyter Book does with ``numfig_secnum
     {sub}, {sup}, {kbd}, {abbr}, {term}     HTML tags or the plain word
     ```{exercise} Title (medium)            ### Exercise 1.2 (medium): Title
     ```{note}, {dropdown}, {margin}, ...     a block quote headed **Note** (or by its title)
-    ```{math} with :label:                  $$ ... \\tag{1.2} $$
-    $$ ... $$ (label)                       $$ ... \\tag{1.1} $$
+    ```{math} with :label:                  $$\\begin{equation*} ... \\tag{1.2} \\end{equation*}$$
+    $$ ... $$ (label)                       $$\\begin{equation*} ... \\tag{1.1} \\end{equation*}$$
+    $$ ... $$                               $$\\begin{equation*} ... \\end{equation*}$$
     (label)=                                removed
+
+Every display equation is an ``equation*``: its number is its ``\\tag``, as on the website, and an unnumbered
+one stays unnumbered, in MathJax and KaTeX (JupyterLab, Notebook 7, Colab, VS Code) as in jupyterlab-myst,
+which would otherwise number each ``$$`` block again, "(1.1) (1)" (it reads ``equation*`` as not numbered).
 
 Anything else in MyST syntax raises ``MystError`` naming it, so a new role or directive in a chapter
 fails loudly (tests/test_make_student.py runs this over every chapter) instead of reaching students raw.
@@ -59,6 +64,15 @@ KIND_NAMES = {"figure": "Figure", "equation": "", "exercise": "Exercise"}
 class MystError(ValueError):
     """Markdown that the plain-Markdown conversion does not know how to resolve."""
 
+
+
+DISPLAY_MATH_RE = re.compile(r"\$\$(?P<body>.+?)\$\$", re.DOTALL)
+
+
+def _unnumbered(m: re.Match) -> str:
+    """A display equation as ``equation*`` (see the module's docstring), its lines and their quoting kept."""
+    body = m.group("body")
+    return m.group(0) if "\\begin{equation" in body else f"$$\\begin{{equation*}}{body}\\end{{equation*}}$$"
 
 @dataclass
 class Target:
@@ -181,7 +195,7 @@ class ChapterText:
     def plain(self, source: str) -> str:
         """``source`` (one markdown cell) with every role and directive resolved to plain Markdown."""
         lines = self._blocks(source.splitlines())
-        return ROLE_RE.sub(self._resolve, "\n".join(lines))
+        return DISPLAY_MATH_RE.sub(_unnumbered, ROLE_RE.sub(self._resolve, "\n".join(lines)))
 
     def _resolve(self, m: re.Match) -> str:
         text = self.role(m.group("role"), m.group("content"))

@@ -16,12 +16,22 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
 
 CELLS = [
-    "import torch\nfrom attn_helpers.checks import ch01 as check",
+    "import torch\nimport attn_helpers as ah\nfrom attn_helpers.checks import ch01 as check",
     "w_doubled = torch.tensor([8.0, 4.0])  # the raw scores\ncheck.doubled_query_weights(w_doubled)",
     "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=0)\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
     "def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
+    # a learners' edition after Run All: the folded solution, the untouched answer cell, the check (make_editions.py)
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
+    "check.doubled_query_weights(w_doubled)",
+    # the learner's own answer in its place (the line is gone), then the check again
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)",
+    "check.doubled_query_weights(w_doubled)",
+    # the learner's answer written under the line instead of in its place: an answer all the same
+    'ah.checks.no_answer_yet("1.1")\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)',
+    "check.doubled_query_weights(w_doubled)",
 ]
 
 
@@ -68,3 +78,27 @@ def test_the_grader_reads_each_failure_as_the_checks_message(executed):
         result, detail = _in_kernel(executed, [], index, None, {})
         assert result == "failed" and detail == error_of(executed.cells[index]).evalue.split("\n")[0].strip(), detail
     assert "Hint: these are the raw scores" in _in_kernel(executed, [], 1, None, {})[1]
+
+
+def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_solution(executed):
+    """Run All in a learners' edition runs the folded solution, then the answer cell still as made: the check
+    must not print a bare "✓ correct" for an answer the learner has not written; after the learner's own
+    answer (the cell's line replaced), it reports as usual."""
+    from attn_helpers.checks._answer import waiting_note
+
+    def printed(index):
+        return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+
+    assert printed(6) == f"{waiting_note('1.1')}\n✓ w_doubled: correct (the book's solution)\n"
+    assert "not answered yet" in waiting_note("1.1") and "folded solution" in waiting_note("1.1")
+    assert printed(8) == printed(10) == "✓ w_doubled: correct\n"
+
+
+def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
+    """A learners' edition handed in with an answer cell untouched: its check passed on the book's folded
+    solution, which is no answer of the learner's."""
+    from grading.notebook import _in_kernel
+
+    result, detail = _in_kernel(executed, [4, 5], 6, None, {})
+    assert result == "error" and detail.startswith("not answered") and "learners' edition" in detail, detail
+    assert _in_kernel(executed, [7], 8, None, {}) == ("passed", "")

@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from exercise_cells import PREDICTION_PROMPT
 from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, md, student_edition, without_metadata, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -393,7 +394,10 @@ def test_the_written_prediction_is_read_from_the_submission(book, tmp_path):
     asm = assemble(written, book, tmp_path)
     assert asm.predictions == {"ex-ch01-predict": "The scores double to 8 and 4:\n\nabout 0.98 and 0.02."}
     assert assemble(without_metadata(written), book, tmp_path).predictions == asm.predictions  # found by its place
-    for untouched in ("", "YOUR ANSWER HERE"):  # as make student and nbgrader hand it out
+    # as make student writes it: the prompt on the first line, the learner's text under it; the prompt is not theirs
+    prompted = with_prediction(student_edition(), f"{PREDICTION_PROMPT}\n\nThe weight goes up.")
+    assert assemble(prompted, book, tmp_path).predictions == {"ex-ch01-predict": "The weight goes up."}
+    for untouched in ("", "YOUR ANSWER HERE", f"{PREDICTION_PROMPT}\n\n"):  # as nbgrader and make student hand it out
         asm = assemble(with_prediction(student_edition(), untouched), book, tmp_path)
         assert prediction_text(asm.predictions["ex-ch01-predict"]) == NOT_WRITTEN
     asm = assemble(chapter(), book, tmp_path)  # the book's own form has no prediction cell

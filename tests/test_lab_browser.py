@@ -5,7 +5,8 @@ learners' settings (scripts/lab.py: no nbgrader, no jupyterlab-myst), on 127.0.0
 a temporary folder that holds a fresh edition of chapter 1 (scripts/make_editions.py) in which the learner has
 typed a wrong answer to the last exercise. It opens the notebook, runs all cells from the Run menu, and asserts
 what the learner sees: the prose without MyST syntax and with the glued numbers; figure and equation numbers as
-on the website (each equation numbered once); the solutions folded; no nbgrader Validate button; and the
+on the website (each equation numbered once); the solutions folded; the checks under the untouched answer cells
+saying that they checked the book's solution; no nbgrader Validate button; and the
 failed check as one short message: its hint, and no traceback line, no line of attn_helpers/checks.
 
 The failed check's form comes from attn_helpers/checks (CheckFailed renders through IPython's
@@ -137,6 +138,10 @@ def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
     assert solution_folded and "tensor([0.9820, 0.0180])" not in seen, "the solution of Exercise 1.1 is in view"
     folds = re.findall(r"Solution to Exercise (\d\.\d)\n\d+ cells? hidden\n", seen)
     assert folds == ["1.1", "1.2", "1.3"], f"solutions in view: {folds} of 1.1, 1.2, 1.3 are folded"
+    # Run All ran the folded solutions of 1.1 and 1.2 under their untouched answer cells: their checks say so
+    assert seen.count("is not answered yet: this checked the book's folded solution") == 2, \
+        "a check under an empty answer cell reads as the learner's success"
+    assert "✓ W: correct (the book's solution)" in seen and "✓ W: correct\n" not in seen
     assert validate == 0, "nbgrader's Validate button is in the learners' JupyterLab"
     lines = [line for line in message.splitlines() if line.strip()]
     assert "softmax" in message and "dim" in message, f"the failed check gives no hint: {message!r}"

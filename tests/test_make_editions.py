@@ -18,6 +18,8 @@ from learner_copies import ASIDE, MANIFEST, place, report
 from make_editions import as_text, learner_edition
 from make_editions import main as make_editions_main
 
+from attn_helpers.checks._answer import waiting_note
+
 HEADING = re.compile(r"^(#{1,6})\s")
 
 
@@ -57,12 +59,14 @@ def test_edition_has_no_myst_and_shows_each_figure_number_and_caption(chapter, e
 def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, editions):
     book, nb = nbformat.read(chapter, as_version=4), editions[chapter.name]
     by_id = {c.id: c for c in nb.cells}
+    book_exercises, exercises = find_exercises(book), find_exercises(nb)
+    checks = {book.cells[ex.check_cell].id for ex in book_exercises}
     for cell in book.cells:
         if cell.cell_type == "code":  # every code cell is there, as it is, with its outputs (glue records aside)
             assert by_id[cell.id].source == cell.source
-            assert by_id[cell.id].outputs == [o for o in cell.outputs if not is_glue_record(o)]
+            if cell.id not in checks:
+                assert by_id[cell.id].outputs == [o for o in cell.outputs if not is_glue_record(o)]
     folded = nb.metadata.colab.collapsed_sections
-    book_exercises, exercises = find_exercises(book), find_exercises(nb)
     assert [(e.label, e.predict) for e in exercises] == [(e.label, e.predict) for e in book_exercises]
     assert len(folded) == len(exercises)
     for ex, ref in zip(exercises, book_exercises, strict=True):
@@ -80,6 +84,14 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
         answer = nb.cells[end + 1]
         assert answer.cell_type == "code" and answer.source.startswith(f"# Your answer to Exercise {number}:")
         assert end + 2 == ex.check_cell, "the learner's answer cell sits right above the check"
+        assert answer.source.splitlines()[-1] == f'ah.checks.no_answer_yet("{number}")'
+        # the check's output is what Run All gives under the untouched answer cell: the book's solution passed
+        said = "".join(o.get("text", "") for o in book.cells[ref.check_cell].outputs).splitlines()
+        shown = "".join(o.get("text", "") for o in nb.cells[ex.check_cell].outputs).splitlines()
+        if said and all(line.startswith("✓ ") for line in said):
+            assert shown == [*waiting_note(number).splitlines(), *(f"{line} (the book's solution)" for line in said)]
+        else:
+            assert shown == said
         if ex.predict:
             assert nb.cells[ex.cell + 1].source.strip() == PREDICTION_PROMPT
 

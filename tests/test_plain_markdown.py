@@ -93,9 +93,10 @@ def test_directives_become_plain_markdown(book):
     assert book.plain("```{dropdown} More\n:open:\nHidden.\n```") == "> **More**\n>\n> Hidden."
     assert book.plain("```{margin}\nAside.\n```") == "> Aside."
     assert book.plain("(sec-start)=\n## Getting started") == "## Getting started"
-    assert book.plain("$$\na = b\n$$ (eq-one)") == "$$\na = b\n\\tag{2.1}\n$$"
+    assert book.plain("$$\na = b\n$$ (eq-one)") == "$$\\begin{equation*}\na = b\n\\tag{2.1}\n\\end{equation*}$$"
+    assert book.plain("so $$x^2$$ and $y$") == "so $$\\begin{equation*}x^2\\end{equation*}$$ and $y$"  # not numbered
     assert book.plain("````{tip}\n```{math}\n:label: eq-two\nc = d\n```\n````") == \
-        "> **Tip**\n>\n> $$\n> c = d\n> \\tag{2.2}\n> $$"
+        "> **Tip**\n>\n> $$\\begin{equation*}\n> c = d\n> \\tag{2.2}\n> \\end{equation*}$$"
     assert book.plain("```{solution} ex-first\nThe answer.\n```\nAfter.") == "After."
 
 

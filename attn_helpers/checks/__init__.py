@@ -23,12 +23,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._answer import correct, no_answer_yet
 from ._failure import CheckFailed, Raised, call, describe, on_other_sizes
 from ._reach import reached_functions, tensors_from_outside
 from ._watch import Op, Watch
 
 __all__ = [
     "CheckFailed",
+    "correct",
+    "no_answer_yet",
     "Raised",
     "call",
     "describe",
@@ -101,7 +104,7 @@ def check_tensor(
             f"{name} has the right shape but wrong values (largest difference {float(gap.max()):.4g} "
             f"at index {where}). Hint: recompute it step by step and compare with the chapter's cells."
         )
-    print(f"✓ {name}: correct")
+    correct(name)
 
 
 def as_number(answer: object, name: str) -> float:
@@ -144,7 +147,7 @@ def check_value(answer: object, expected: float, name: str, mistakes: Mapping[st
         raise CheckFailed(
             f"{name} = {value:.6g} is not right. Hint: recompute it step by step and compare with the chapter's cells."
         )
-    print(f"✓ {name}: correct")
+    correct(name)
 
 
 # ------------------------------------------------------------------ spotting shortcuts

@@ -11,7 +11,17 @@ from torch import nn
 
 from ..modules import MultiHeadAttention, SelfAttentionHead
 from ..training import copy_task_accuracy, copy_task_batch
-from . import CheckFailed, Watch, book_attention, call, check_tensor, on_other_sizes, run_by_hand, torch_attention
+from . import (
+    CheckFailed,
+    Watch,
+    book_attention,
+    call,
+    check_tensor,
+    correct,
+    on_other_sizes,
+    run_by_hand,
+    torch_attention,
+)
 
 __all__ = [
     "exercise_sequence",
@@ -147,7 +157,7 @@ def next_token_head(head: nn.Module) -> None:
             f"the head copies the next token right only {accuracy:.1%} of the time (need 99%). "
             f"Hint: did you train it with train_copy_task(head, offset=1)? Try more steps."
         )
-    print("✓ accuracy: correct")
+    correct("accuracy")
     x, _, _ = copy_task_batch(200, offset=1, generator=torch.Generator().manual_seed(405))
     with torch.no_grad():
         _, weights = head(x)  # (b, t, t)
@@ -157,7 +167,7 @@ def next_token_head(head: nn.Module) -> None:
             f"the head gets the answer right, but in only {float(hits):.1%} of the rows does the strongest "
             f"weight fall on the token the row copies. Hint: check that you passed the trained head."
         )
-    print("✓ attention map: correct")
+    correct("attention map")
 
 
 # ---------------------------------------------------------------- ex-ch04-recall (associative recall)

@@ -11,7 +11,7 @@ from torch import nn
 from .. import validate
 from ..attention import attention
 from ..cost import TensorMemoryTracker
-from . import CheckFailed, Watch, book_attention, call, check_tensor, on_other_sizes
+from . import CheckFailed, Watch, book_attention, call, check_tensor, correct, on_other_sizes
 
 __all__ = [
     "EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape",
@@ -54,7 +54,7 @@ def broadcast_shape(answer: object) -> None:
             f"out_shape {shape} is not right. Hint: leading dimensions broadcast right-aligned, then "
             f"(t_q, d_k) @ (d_k, t_k) @ (t_k, d_v) gives (t_q, d_v)."
         )
-    print("✓ out_shape: correct")
+    correct("out_shape")
 
 
 def projection_matrices() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, call, check_tensor, check_value, reached_functions, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, check_value, correct, reached_functions, tensors_from_outside
 
 __all__ = [
     "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
@@ -140,7 +140,7 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
         }
         with contextlib.redirect_stdout(io.StringIO()):  # one line for all the sizes, printed below
             _bool_mask(answer, expected, f"decoding_mask({t_q}, {t_k})", mistakes)
-    print("✓ decoding_mask: correct")
+    correct("decoding_mask")
 
 
 B, H, T_BIG = 8, 12, 4096  # exercise ex-ch07-bytes

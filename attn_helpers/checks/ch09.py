@@ -12,7 +12,7 @@ from .._torch_private import dispatch_mode_base, tensors_in, written_tensors
 from ..attention import attention
 from ..inference import grouped_query_attention
 from ..merge import merge_partials, partial_attention
-from . import CheckFailed, Watch, call, check_tensor, check_value, on_cpu, on_other_sizes, torch_attention
+from . import CheckFailed, Watch, call, check_tensor, check_value, correct, on_cpu, on_other_sizes, torch_attention
 
 __all__ = [
     "DTYPE", "D_K", "G", "GQA_B", "GQA_DK", "GQA_G", "GQA_H", "GQA_T", "H", "N_LAYERS", "T", "cache_bytes",
@@ -108,7 +108,7 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
             )
         raise CheckFailed("m is not right yet. Hint: for each query, the merged maximum is the larger of the two shards' "
                           "maxima (not the smaller, nor their sum).")
-    print("✓ m: correct")
+    correct("m")
     check_tensor(ell, expected[1], "l", {
         "rescale each sum to the common maximum before adding: l_a e^(m_a - M) + l_b e^(m_b - M).": wrong[1],
     })

@@ -16,6 +16,7 @@ from . import (
     call,
     check_tensor,
     check_value,
+    correct,
     on_other_sizes,
     reached_functions,
     tensors_from_outside,
@@ -172,4 +173,4 @@ def verify_mask_function(fn: Callable[[Sequence[int], int], torch.Tensor]) -> No
             "take every size from parents and n_cached, not from numbers.")
         with context, contextlib.redirect_stdout(io.StringIO()):  # one line for all the trees, printed below
             _check_tree(fn, parents, n_cached)
-    print("✓ verify_mask: correct")
+    correct("verify_mask")

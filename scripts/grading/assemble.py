@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import CHECK_TAG, EXERCISE_META, EXERCISE_RE, GATE_RE, Exercise, exercise_meta, is_solution
+from exercise_cells import (
+    CHECK_TAG,
+    EXERCISE_META,
+    EXERCISE_RE,
+    GATE_RE,
+    Exercise,
+    exercise_meta,
+    is_solution,
+    written_prediction,
+)
 from exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
@@ -209,14 +218,15 @@ def _check_cell(nb: nbformat.NotebookNode, ex: Exercise, end: int, book_check: s
 
 def _prediction(nb: nbformat.NotebookNode, ex: Exercise) -> str | None:
     """The text of a student edition's prediction cell for ``ex`` (tagged, or, metadata lost, the markdown cell
-    right after its heading), stripped; None if the submission has no such cell (the book's own form)."""
+    right after its heading), without the prompt the edition puts on its first line, stripped; None if the
+    submission has no such cell (the book's own form)."""
     i = ex.prediction_cell
     if i is None and ex.cell + 1 < len(nb.cells):
         after = nb.cells[ex.cell + 1]
         if after.cell_type == "markdown" and not _heading(after) and not EXERCISE_RE.search(after.source) \
                 and not GATE_RE.search(after.source):
             i = ex.cell + 1
-    return None if i is None else nb.cells[i].source.strip()
+    return None if i is None else written_prediction(nb.cells[i].source)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from .report import OTHER, WHOLE, Row, prediction_text
 from .sandbox import make_workdir, wrap
 
 RECHECK = Path(__file__).with_name("recheck.py")
+BOOK_SOLUTION = "(the book's solution)"  # how a check marks a pass of the folded solution in a learners' edition
 
 
 def _error(cell) -> str | None:
@@ -77,6 +78,9 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
         return "error", _explain(err)
     if "✓" not in _stdout(check):
         return "error", "the check cell printed no '✓ … correct' line"
+    if BOOK_SOLUTION in _stdout(check):  # attn_helpers/checks/_answer.py: the answer cell was left as made
+        return "error", ("not answered: a learners' edition (make lab, Colab) handed in with this exercise's answer "
+                         "cell untouched, so the check ran on the book's folded solution")
     return "passed", f"(an answer cell also raised {answer_error})" if answer_error else ""
 
 
