@@ -71,3 +71,6 @@ def test_bad_input(layer):
         layer(torch.randn(1, 5, 31, dtype=torch.float64))
     with pytest.raises(TypeError, match="dtype"):
         layer(torch.randn(1, 5, 32))
+    _, cache = layer(torch.randn(2, 3, 32, dtype=torch.float64))
+    with pytest.raises(ValueError, match="batch, d_c, d_rope and dtype must match"):
+        layer(torch.randn(1, 1, 32, dtype=torch.float64), cache)  # a cache of 2 sequences, 1 new token
