@@ -72,6 +72,10 @@ def recurrent(
         z = q.new_zeros(*q.shape[:-2], q.shape[-1])  # (..., d_k)
     else:
         S, z = state
+        want = (*q.shape[:-2], q.shape[-1], v.shape[-1]), (*q.shape[:-2], q.shape[-1])
+        if (tuple(S.shape), tuple(z.shape)) != want:
+            raise ValueError(f"state (S, z) must have shapes {want[0]} and {want[1]} for these q and v, got "
+                             f"{tuple(S.shape)} and {tuple(z.shape)}: pass the state recurrent returned for them.")
     outs = []
     for i in range(q.shape[-2]):
         S = gamma * S + fk[..., i, :, None] * v[..., i, None, :]  # (..., d_k, d_v): add φ(k_i) v_iᵀ

@@ -86,6 +86,9 @@ def speculative_generate(target: TinyDecoder, draft: TinyDecoder, prompt: torch.
     if prompt.dim() != 2 or prompt.shape[0] != 1:
         raise ValueError(f"prompt must be one sequence of shape (1, t), got {tuple(prompt.shape)}: "
                          f"each sequence accepts a different number of drafts.")
+    if draft.vocab != target.vocab:
+        raise ValueError(f"the draft's vocabulary ({draft.vocab}) must be the target's ({target.vocab}): it guesses "
+                         f"the target's tokens. Make the draft with draft_model(target, n_layers).")
     logits, t_caches = target(prompt)  # (1, t, vocab): the prompt's pass gives the first new token
     run = SpeculativeRun(torch.cat([prompt, logits[:, -1:].argmax(-1)], dim=1), target_passes=1)
     d_caches, d_seen = None, 0  # the draft has seen no token yet

@@ -32,6 +32,7 @@ def test_mla_bytes_accepts_the_measured_cache(capsys):
     (L * (2 * D_C + D_R) * B, "cached once, not twice"),
     (L * (D_C + H * D_R) * B, "one per token, not one per head"),
     (L * D_C * B, "RoPE key is cached too"),
+    (L * (D_C + D_R), "counts numbers"),
     (L * (D_C + D_R) * 4, "2 bytes"),
     ((D_C + D_R) * B, "number of layers"),
     (700, "is not right"),
@@ -89,6 +90,33 @@ def broadcast_pairs(q, k, v, decay):  # a (t, t, d_k) tensor of every query-key 
     return (A @ v) / A.sum(-1, keepdim=True)
 
 
+def row_by_row(q, k, v, decay):  # each new token weighs every earlier key again: attention over a cache, no state
+    fq, fk = feature_map(q), feature_map(k)
+    outs = []
+    for i in range(q.shape[0]):
+        w = (fk[:i + 1] @ fq[i]) * decay ** torch.arange(i, -1, -1, dtype=q.dtype)  # (i + 1,)
+        outs.append(w @ v[:i + 1] / w.sum())
+    return torch.stack(outs)
+
+
+def all_states(q, k, v, decay):  # every token's state at once, (t, d_k, d_v), by a cumulative sum
+    fq, fk = feature_map(q), feature_map(k)
+    p = decay ** torch.arange(q.shape[0], dtype=q.dtype)  # (t,)
+    S = torch.cumsum((fk / p[:, None])[:, :, None] * v[:, None, :], 0) * p[:, None, None]  # (t, d_k, d_v)
+    z = torch.cumsum(fk / p[:, None], 0) * p[:, None]  # (t, d_k)
+    return torch.einsum("td,tdv->tv", fq, S) / (fq * z).sum(-1, keepdim=True)
+
+
+def state_transposed(q, k, v, decay):  # a (d_v, d_k) state is as good as a (d_k, d_v) one
+    fq, fk = feature_map(q), feature_map(k)
+    S, z = q.new_zeros(v.shape[1], q.shape[1]), q.new_zeros(q.shape[1])
+    outs = []
+    for i in range(q.shape[0]):
+        S, z = decay * S + torch.outer(v[i], fk[i]), decay * z + fk[i]
+        outs.append(S @ fq[i] / (fq[i] @ z))
+    return torch.stack(outs)
+
+
 def fixed_size(q, k, v, decay):  # right on the exercise's inputs, with a size written in
     return reference_recurrent(q[:11], k, v, 0.8)
 
@@ -99,6 +127,11 @@ def test_recurrent_accepts_reference(capsys):
     assert "✓ linear_step_by_step(q, k, v, decay): correct" in out and "t = 7" in out
 
 
+def test_recurrent_accepts_a_transposed_state(capsys):
+    check.recurrent_function(state_transposed)
+    assert "t = 7, d_k = 5, d_v = 2, decay 0.6: correct" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("wrong, hint", [
     (with_("no_decay"), "the decay is missing"),
     (with_("z_no_decay"), "normaliser z must decay"),
@@ -107,6 +140,8 @@ def test_recurrent_accepts_reference(capsys):
     (with_("read_first"), "NaN"),
     (parallel_by_hand, "t × t"),
     (broadcast_pairs, "t × t"),
+    (row_by_row, "attention over a cache, not a state"),
+    (all_states, "one \\(d_k, d_v\\) matrix for every token"),
     (lambda q, k, v, decay: ah.linear_attention.recurrent(q, k, v, decay)[0], "linear_attention.recurrent"),
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
     (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
@@ -140,6 +175,23 @@ def causal(parents, n_cached):
     return torch.ones(n, n_cached + n, dtype=torch.bool).tril(diagonal=n_cached)
 
 
+def roots_only_see_the_cache(parents, n_cached):
+    m = reference_verify_mask(parents, n_cached)
+    m[:, :n_cached] &= torch.tensor([p < 0 for p in parents])[:, None]
+    return m
+
+
+def with_earlier_siblings(parents, n_cached):
+    n = len(parents)
+    tree = torch.eye(n, dtype=torch.bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            tree[i] |= tree[p]
+        for j in range(i):
+            tree[i, j] |= parents[j] == p
+    return torch.cat([torch.ones(n, n_cached, dtype=torch.bool), tree], dim=1)
+
+
 def parent_only(parents, n_cached):
     n = len(parents)
     tree = torch.eye(n, dtype=torch.bool)
@@ -169,6 +221,8 @@ SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
     (parent_only, "all its ancestors"),
     (without_diagonal, "sees itself"),
     (transposed, "not its descendants"),
+    (roots_only_see_the_cache, "may see all the cached tokens"),
+    (with_earlier_siblings, "does not see its siblings"),
     (lambda p, n: ~reference_verify_mask(p, n), "inverted"),
     (lambda p, n: reference_verify_mask(p, n).roll(-n, dims=1), "columns come first"),
     (lambda p, n: reference_verify_mask(p, n)[:, n:], "n_cached more columns"),

@@ -71,3 +71,20 @@ def test_bad_input(layer):
         layer(torch.randn(1, 5, 31, dtype=torch.float64))
     with pytest.raises(TypeError, match="dtype"):
         layer(torch.randn(1, 5, 32))
+    _, cache = layer(torch.randn(2, 3, 32, dtype=torch.float64))
+    with pytest.raises(ValueError, match="batch, d_c, d_rope and dtype must match"):
+        layer(torch.randn(1, 1, 32, dtype=torch.float64), cache)  # a cache of 2 sequences, 1 new token
+
+
+@pytest.mark.parametrize("absorb, per_token", [(True, 12 + 4), (False, 4 * (8 + 4))])
+def test_absorbed_never_builds_per_head_keys(layer, absorb, per_token):
+    """Decoding a token on a cache of 9: the largest tensor along the 10 cached tokens, in numbers per token."""
+    from attn_helpers.checks import Watch
+
+    x = x_of(b=1)
+    with torch.no_grad():
+        _, cache = layer(x)
+        with Watch() as watch:
+            layer(x[:, :1], cache, absorb=absorb)
+    sizes = [shape for op in watch.ops for shape in op.outputs if 10 in shape]
+    assert max(torch.Size(s).numel() // 10 for s in sizes) == per_token  # d_c + d_rope, or h (d_k + d_rope)

@@ -91,6 +91,9 @@ def test_bad_inputs():
         parallel(q.long(), k, v)
     with pytest.raises(ValueError, match="chunk"):
         chunked(q, k, v, 0)
+    _, (S, z) = recurrent(q, k, v)
+    with pytest.raises(ValueError, match="state"):
+        recurrent(q, k, v, 1.0, (S.transpose(-2, -1)[..., :2], z))
     with pytest.raises(ValueError, match="d_model"):
         LinearAttentionHead(6, 4)(torch.randn(3, 5))
 

@@ -64,3 +64,6 @@ def test_speculative_bad_input(target):
         speculative_generate(target, draft_model(target, 1), torch.zeros(2, 4, dtype=torch.long), 5, 2)
     with pytest.raises(ValueError, match="k must"):
         speculative_generate(target, draft_model(target, 1), torch.zeros(1, 4, dtype=torch.long), 5, 0)
+    other = ah.inference.TinyDecoder(vocab=target.vocab + 4, d_model=32, num_heads=4, n_layers=1).double()
+    with pytest.raises(ValueError, match="vocabulary"):
+        speculative_generate(target, other, torch.zeros(1, 4, dtype=torch.long), 5, 2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -43,6 +44,7 @@ def mla_bytes(answer: object) -> None:
         "the RoPE key is cached too, next to the latent.": N_LAYERS * D_C * B,
         "bfloat16 takes 2 bytes a number, not 4.": N_LAYERS * (D_C + D_ROPE) * 4,
         "every layer has its own cache: multiply by the number of layers.": (D_C + D_ROPE) * B,
+        "that counts numbers; the question asks for bytes, and each bfloat16 number takes 2.": N_LAYERS * (D_C + D_ROPE),
     }, atol=0.5, rtol=0)
 
 
@@ -73,11 +75,24 @@ def _run_recurrent(fn: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if watch.used_softmax():
         raise CheckFailed("linear_step_by_step calls a softmax. Hint: linear attention weighs key j by "
                           "φ(q_i)·φ(k_j) and divides by their sum; no exponential of the scores.")
+    d_k, d_v = q.shape[1], v.shape[1]
     for op in watch.ops:
         if any(sum(size == t for size in shape) >= 2 for shape in op.outputs):
             raise CheckFailed(f"linear_step_by_step builds a tensor of shape {op.outputs[0]} (operator {op.name}), "
                               f"which holds t × t = {t} × {t} numbers: the form that grows with t. Hint: carry a "
                               f"state of fixed size from token to token instead.")
+        big = [shape for shape in op.outputs if t in shape and math.prod(shape) > t * (d_k + d_v + 1)]
+        if big:
+            raise CheckFailed(f"linear_step_by_step builds a tensor of shape {big[0]} (operator {op.name}): one "
+                              f"(d_k, d_v) matrix for every token, t = {t} of them at once. Hint: the recurrent form "
+                              f"keeps ONE state; make each token's φ(k_i) v_iᵀ inside the loop and add it in.")
+        prefix = [shape for shape in op.outputs + op.inputs if len(shape) == 2 and shape[1] == d_k
+                  and 1 < shape[0] < t and shape[0] not in (d_k, d_v, d_k + 1, d_v + 1)]
+        if prefix:
+            raise CheckFailed(f"linear_step_by_step works on {prefix[0][0]} keys at once (a tensor of shape "
+                              f"{prefix[0]}, operator {op.name}): it weighs every earlier key again for each new "
+                              f"token, which is attention over a cache, not a state. Hint: read token i through the "
+                              f"state alone, φ(q_i)ᵀ S / φ(q_i)ᵀ z, after adding φ(k_i) v_iᵀ to S.")
     return answer
 
 
@@ -127,6 +142,16 @@ def _parent_only(parents: Sequence[int]) -> torch.Tensor:
     return mask
 
 
+def _with_siblings(parents: Sequence[int]) -> torch.Tensor:
+    mask = torch.eye(len(parents), dtype=torch.bool)  # each token also sees the earlier tokens with its parent
+    for i, p in enumerate(parents):
+        if p >= 0:
+            mask[i] |= mask[p]
+        for j in range(i):
+            mask[i, j] |= parents[j] == p
+    return mask
+
+
 def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Sequence[int], n_cached: int) -> None:
     n = len(parents)
     with Watch({tree_mask: "ah.speculative.tree_mask"}) as watch:
@@ -150,6 +175,11 @@ def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Seque
         "row i is what token i may see: its ancestors (earlier tokens), not its descendants.":
             torch.cat([cached, tree.T], dim=1),
         "True must mean 'may attend'; this mask is inverted.": ~expected,
+        "every draft token may see all the cached tokens, not only those that follow the cache directly: the "
+        "cache comes before the whole tree.": torch.cat([cached & torch.tensor([p < 0 for p in parents])[:, None],
+                                                          tree], dim=1),
+        "a token does not see its siblings (or their descendants): they are other guesses for the same place.":
+            torch.cat([cached, _with_siblings(parents)], dim=1),
         "the cached tokens come first in the sequence, so their columns come first too.": torch.cat([tree, cached], 1),
     }
     if answer.shape == tree.shape and n_cached:
