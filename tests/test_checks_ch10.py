@@ -103,6 +103,10 @@ def no_D(q_i, k, v, do_i, L_i, D_i, block):
     return reference_block(q_i, k, v, do_i, L_i, torch.zeros_like(D_i), block)
 
 
+def plus_D(q_i, k, v, do_i, L_i, D_i, block):
+    return reference_block(q_i, k, v, do_i, L_i, -D_i, block)
+
+
 def tile_softmax(q_i, k, v, do_i, L_i, D_i, block):
     scale = 1 / math.sqrt(q_i.shape[-1])
     dq, dks, dvs = torch.zeros_like(q_i), [], []
@@ -153,6 +157,7 @@ def returns_pair(q_i, k, v, do_i, L_i, D_i, block):
 @pytest.mark.parametrize("fn, hint", [
     (no_scale, "multiplies dQ and dK by the scale"),
     (no_D, "subtracts D_i"),
+    (plus_D, "sign of D_i"),
     (tile_softmax, "softmax over one tile"),
     (by_autograd, "calls ah.attention"),
     (by_autograd_grad, "torch.autograd.grad"),
@@ -184,3 +189,35 @@ def test_block_rejects_torch_func():
 
     with pytest.raises(CheckFailed, match="autograd"):
         check.block_backward_function(via_func)
+
+
+def test_delta_rejects_the_same_tensor_twice():
+    P, dP, D_out, _ = reference_delta()
+    for copy in (D_out, D_out[:, :]):  # the tensor itself, or a view of it
+        with pytest.raises(CheckFailed, match="a second way"):
+            check.delta_both_ways(P, dP, D_out, copy)
+
+
+def transposed_tiles(q_i, k, v, do_i, L_i, D_i, block):  # right, in another style: (B_c, B_r) tiles, in place
+    scale = q_i.shape[-1] ** -0.5
+    dq, dk, dv = torch.zeros_like(q_i), torch.zeros_like(k), torch.zeros_like(v)
+    for k_j, v_j, c in zip(k.split(block), v.split(block), range(0, k.shape[0], block), strict=True):
+        p_t = torch.exp(torch.einsum("jd,id->ji", k_j, q_i) * scale - L_i.T)  # (B_c, B_r)
+        ds_t = p_t * (v_j @ do_i.T - D_i.T)
+        dq += scale * ds_t.T @ k_j
+        dk[c:c + block] += scale * ds_t @ q_i
+        dv[c:c + block] += p_t @ do_i
+    return dq, dk, dv
+
+
+def test_block_accepts_another_style(capsys):
+    check.block_backward_function(transposed_tiles)
+    assert "✓ dv on other sizes: correct" in capsys.readouterr().out
+
+
+def test_block_rejects_a_block_size_of_its_own():
+    def fixed_block(q_i, k, v, do_i, L_i, D_i, block):  # right numbers, but the exercise's block written in
+        return reference_block(q_i, k, v, do_i, L_i, D_i, 5)
+
+    with pytest.raises(CheckFailed, match="called with block=3.*right on the exercise"):
+        check.block_backward_function(fixed_block)

@@ -64,6 +64,9 @@ def delta_both_ways(P: object, dP: object, D_out: object, D_p: object) -> None:
         if isinstance(answer, torch.Tensor) and tuple(answer.shape) == (6,):
             raise CheckFailed(f"{name} has shape (6,); keep one column per query, shape (6, 1), so that it "
                               "broadcasts against the rows of dP: sum with keepdim=True.")
+    if isinstance(D_p, torch.Tensor) and isinstance(D_out, torch.Tensor) and D_p.data_ptr() == D_out.data_ptr():
+        raise CheckFailed("D_p is the very tensor D_out (or a view of it): the exercise asks for D a second way, "
+                          "as rowsum(P ∘ dP) from the weights and dP, to see that the two agree.")
     check_tensor(D_out, D, "D_out", {
         "D multiplies dO by the output O of attention, not by the values V.": (do * v).sum(dim=-1, keepdim=True),
         "O is the output of attention with the scale 1/√d_k.": (do * unscaled[0]).sum(dim=-1, keepdim=True),
@@ -77,14 +80,14 @@ def delta_both_ways(P: object, dP: object, D_out: object, D_p: object) -> None:
     })
 
 
-# Exercise ex-ch10-block: one block of queries of a pass over T_KEYS keys in blocks of BLOCK.
+# Exercise ex-ch10-block: one block of queries against t keys in blocks of BLOCK (3 on the other sizes).
 BLOCK = 5
-_SIZES = {"exercise": (4, 12, 8, 6), "other": (3, 7, 5, 2)}  # (B_r, t, d_k, d_v)
+_SIZES = {"exercise": (4, 12, 8, 6, BLOCK), "other": (3, 7, 5, 2, 3)}  # (B_r, t, d_k, d_v, block)
 
 
-def _block_problem(sizes: tuple[int, int, int, int], seed: int) -> tuple[torch.Tensor, ...]:
+def _block_problem(sizes: tuple[int, ...], seed: int) -> tuple[torch.Tensor, ...]:
     """q_i (B_r, d_k), k (t, d_k), v (t, d_v), dO_i (B_r, d_v), L_i and D_i (B_r, 1) of one block of queries."""
-    b_r, t, d_k, d_v = sizes
+    b_r, t, d_k, d_v, _ = sizes
     gen = torch.Generator().manual_seed(seed)
     q_i, k, v = (torch.randn(n, d, generator=gen) for n, d in ((b_r, d_k), (t, d_k), (t, d_v)))
     do_i = torch.randn(b_r, d_v, generator=gen)
@@ -98,15 +101,15 @@ def block_inputs() -> tuple[torch.Tensor, ...]:
 
 
 def _tiled(q_i: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do_i: torch.Tensor, L_i: torch.Tensor,
-           D_i: torch.Tensor, mistake: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The block's gradients, as a usual mistake computes them: 'no_scale', 'no_D' or 'tile_softmax'."""
+           D_i: torch.Tensor, block: int, mistake: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The block's gradients, as a usual mistake computes them: 'no_scale', 'no_D', 'plus_D' or 'tile_softmax'."""
     scale = 1.0 if mistake == "no_scale" else 1 / math.sqrt(q_i.shape[-1])
     dq, dks, dvs = torch.zeros_like(q_i), [], []
-    for c in range(0, k.shape[0], BLOCK):
-        k_j, v_j = k[c:c + BLOCK], v[c:c + BLOCK]
+    for c in range(0, k.shape[0], block):
+        k_j, v_j = k[c:c + block], v[c:c + block]
         s = q_i @ k_j.T / math.sqrt(q_i.shape[-1])
         p = torch.softmax(s, dim=-1) if mistake == "tile_softmax" else torch.exp(s - L_i)
-        ds = p * (do_i @ v_j.T - (0 if mistake == "no_D" else D_i))
+        ds = p * (do_i @ v_j.T - {"no_D": 0, "plus_D": -D_i}.get(mistake, D_i))
         dq, dks, dvs = dq + ds @ k_j * scale, [*dks, ds.T @ q_i * scale], [*dvs, p.T @ do_i]
     return dq, torch.cat(dks), torch.cat(dvs)
 
@@ -126,12 +129,12 @@ _HINT = ("loop over the blocks of keys, recompute each tile of weights from its 
          "chapter's equations for the backward pass to that tile, adding what it gives to dQ_i, dK and dV.")
 
 
-def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-    """``fn(*inputs, BLOCK)`` under :class:`Watch`; refused if it reaches autograd or the book's attention, or
-    holds a row of scores against every key."""
+def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...], block: int) -> tuple[torch.Tensor, ...]:
+    """``fn(*inputs, block)`` under :class:`Watch`; refused if it reaches autograd or the book's attention, holds
+    a row of scores against every key, or never makes a tile of ``block`` keys."""
     b_r, t = inputs[0].shape[0], inputs[1].shape[0]
     with Watch(_AUTOGRAD) as watch:
-        answer = call(fn, *(x.clone() for x in inputs), BLOCK, name="block_backward")
+        answer = call(fn, *(x.clone() for x in inputs), block, name="block_backward")
     if watch.called or watch.used_fused_attention():
         called = ", ".join(sorted(watch.called)) or "PyTorch's fused attention"
         raise CheckFailed(f"block_backward calls {called}, which computes the gradients (or the weights) for you: "
@@ -141,6 +144,10 @@ def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Te
         raise CheckFailed(f"block_backward builds a tensor of the block's {b_r} queries against all {t} keys (or "
                           "t × t), which the tiled pass never holds. Hint: go through the keys block by block, "
                           f"k[c:c + block], and keep only (B_r, block) tiles; {_HINT}")
+    if not {(b_r, block), (block, b_r)} & shapes:
+        raise CheckFailed(f"block_backward never makes a tile of the block's {b_r} queries against {block} keys, "
+                          f"although it was called with block={block}: go through the keys `block` at a time, "
+                          "with the block size the argument gives, not a number of your own.")
     if not (isinstance(answer, (tuple, list)) and len(answer) == 3):
         raise CheckFailed("block_backward should return three tensors, (dq_i, dk, dv).")
     for name, x in zip(("dq_i", "dk", "dv"), answer, strict=True):
@@ -149,13 +156,14 @@ def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Te
 
 
 def _check_block(fn: Callable, sizes: str, seed: int, label: str) -> None:
-    inputs = _block_problem(_SIZES[sizes], seed)
-    answer = _run_block(fn, inputs)
+    inputs, block = _block_problem(_SIZES[sizes], seed), _SIZES[sizes][-1]
+    answer = _run_block(fn, inputs, block)
     expected = _expected(*inputs[:4])
-    wrong = {m: _tiled(*inputs, m) for m in ("no_scale", "no_D", "tile_softmax")}
+    wrong = {m: _tiled(*inputs, block, m) for m in ("no_scale", "no_D", "plus_D", "tile_softmax")}
     hints = {
         "no_scale": "S = scale · Q Kᵀ, so the chain rule multiplies dQ and dK by the scale 1/√d_k.",
         "no_D": "the softmax's Jacobian subtracts D_i = rowsum(dO_i ∘ O_i): dS = P ∘ (dP - D).",
+        "plus_D": "check the sign of D_i: the softmax's Jacobian P_j(δ_jk - P_k) subtracts it from dP.",
         "tile_softmax": "a softmax over one tile normalises each block of keys on its own; the weights of the "
                         "whole row are exp(S - L), with the L that the forward pass saved.",
     }
@@ -168,6 +176,6 @@ def block_backward_function(fn: Callable) -> None:
     """Exercise ex-ch10-block: ``fn(q_i, k, v, do_i, L_i, D_i, block)`` returns one block of queries' dQ_i and its
     contributions to dK and dV, tile by tile, without autograd and without a row of scores against every key."""
     _check_block(fn, "exercise", 1011, "")
-    with on_other_sizes("block_backward", "a block of other sizes (B_r = 3, t = 7, d_k = 5, d_v = 2)",
+    with on_other_sizes("block_backward", "a block of other sizes (B_r = 3, t = 7, d_k = 5, d_v = 2, block = 3)",
                         "take every size from the tensors, and the block size from the argument block."):
         _check_block(fn, "other", 1012, " on other sizes")
