@@ -126,9 +126,12 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
 
     ``r_i = L θ_i / 2π`` counts the turns pair i makes over the trained length L. Pairs with
     ``r_i > β`` keep ``θ_i``, pairs with ``r_i < α`` are interpolated, ``θ_i / s``, and in between the ramp
-    ``γ_i = (r_i - α) / (β - α)`` mixes the two: ``(1 - γ_i) θ_i / s + γ_i θ_i``.
+    ``γ_i = (r_i - α) / (β - α)`` mixes the two: ``(1 - γ_i) θ_i / s + γ_i θ_i``. The defaults α = 1, β = 32
+    are the paper's for LLaMA; the bounds count turns, so a model with a short L needs smaller ones.
     """
     s = validate.scale_factor(s, "s")
+    alpha = validate.positive_number(alpha, "alpha", why="the turns below which a pair is interpolated")
+    beta = validate.positive_number(beta, "beta", above=alpha, why="the turns above which a pair is kept")
     theta = frequencies(d, base)  # (d/2,)
     turns = validate.positive_int(trained_len, "trained_len") * theta / (2 * math.pi)  # r_i
     gamma = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # (d/2,): 0 = interpolate, 1 = keep

@@ -179,6 +179,36 @@ def _attend_then_write(q, k, v, window):  # with the book's attention: a query w
     return torch.cat(outs)
 
 
+def _band_sliced(q, k, v, window):  # no buffer: the last window keys sliced from the whole sequence each step
+    outs = []
+    for n in range(q.shape[0]):
+        keys, values = k[max(0, n - window + 1): n + 1], v[max(0, n - window + 1): n + 1]
+        outs.append(torch.softmax(keys @ q[n] / math.sqrt(q.shape[1]), dim=0) @ values)
+    return torch.stack(outs)
+
+
+def _band_indexed(q, k, v, window):  # the same, through index_select
+    outs = []
+    for n in range(q.shape[0]):
+        rows = torch.arange(max(0, n - window + 1), n + 1)
+        keys, values = k.index_select(0, rows), v.index_select(0, rows)
+        outs.append(torch.softmax(keys @ q[n] / math.sqrt(q.shape[1]), dim=0) @ values)
+    return torch.stack(outs)
+
+
+def test_ring_accepts_a_first_in_first_out_buffer_of_window_keys(capsys):
+    def fifo(q, k, v, window):  # never more than window keys kept: not the full-cache shortcut
+        keys, values, outs = [], [], []
+        for n in range(q.shape[0]):
+            keys, values = (keys + [k[n]])[-window:], (values + [v[n]])[-window:]
+            w = torch.softmax(torch.stack(keys) @ q[n] / math.sqrt(q.shape[1]), dim=0)
+            outs.append(w @ torch.stack(values))
+        return torch.stack(outs)
+
+    check.ring_decoder(fifo)
+    assert "✓ decode_window: correct" in capsys.readouterr().out
+
+
 Q_ALL, K_ALL, V_ALL = check.ring_inputs()
 
 
@@ -194,6 +224,8 @@ def _window_written_in(q, k, v, window):
     (_full_cache, "recomputing from a full cache"),
     (_all_at_once, "recomputing from a full cache"),
     (_full_cache_elementwise, "recomputing from a full cache"),
+    (_band_sliced, "several rows of the whole sequence.*full cache"),
+    (_band_indexed, "several rows of the whole sequence.*full cache"),
     (_variant(mask_empty=False), "mask the slots that hold no token"),
     (_variant(write_first=False), "contains NaN.*write first, then attend"),
     (_attend_then_write, "attended the buffer before its own key"),

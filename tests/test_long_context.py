@@ -115,6 +115,8 @@ def test_yarn_attention_factor():
     (lambda: long_context.interpolation(position.frequencies(8), 0.5), "at least 1"),
     (lambda: long_context.ntk_aware(8, "2"), "at least 1"),
     (lambda: long_context.yarn(8, 2, 0), "trained_len must be a positive integer"),
+    (lambda: long_context.yarn(8, 2, 16, alpha=2, beta=2), "beta must be a finite number larger than 2"),
+    (lambda: long_context.yarn(8, 2, 16, alpha=0), "alpha must be a positive finite number"),
     (lambda: long_context.yarn_attention_factor(float("inf")), "at least 1"),
 ])
 def test_bad_input_says_what_to_do(call, message):

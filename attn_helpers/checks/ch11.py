@@ -113,6 +113,8 @@ def _by_ring(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, *, 
 # the operators that score keys or normalise scores: none may see more than `window` keys at a step
 _SCORING = ("mm", "bmm", "mv", "addmv", "dot", "matmul", "addmm", "baddbmm", "sum", "amax", "max", "_softmax",
             "_log_softmax", "exp", "_safe_softmax", "logsumexp")
+# the operators that take rows out of a tensor: from the sequence's (t, d) keys, one row a step at most
+_READING = ("slice", "narrow", "index", "index_select", "gather", "take")
 
 
 def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
@@ -132,6 +134,14 @@ def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
             f"decode_window scores a query against more than window = {window} keys ({big[0].name} on shapes "
             f"{big[0].inputs}): that is recomputing from a full cache (or from all the queries at once), which "
             f"the ring buffer replaces. Hint: at step n, score q[n] against the {window} slots of the buffer only.")
+    several = [op for op in watch.ops if op.name in _READING and op.inputs and op.inputs[0] == (t, d)
+               and any(len(shape) and 1 < shape[0] < t for shape in op.outputs)]
+    if several:
+        raise CheckFailed(
+            f"decode_window takes several rows of the whole sequence's q, k or v at once ({several[0].name} from "
+            f"{several[0].inputs[0]} to {several[0].outputs[0]}, as k[n - window + 1 : n + 1] does): that is reading "
+            f"from a full cache of every key, which the ring buffer replaces. Hint: at step n take only k[n] and "
+            f"v[n] from the sequence; the earlier keys must come from the buffer's slots.")
     if isinstance(answer, torch.Tensor) and torch.is_floating_point(answer) and torch.isnan(answer).any():
         raise CheckFailed(f"decode_window{what} contains NaN: a query had no slot to attend, so its softmax was over "
                           f"-inf alone. Hint: at step 0 the buffer is empty until token 0 is written; write first, "
