@@ -6,26 +6,10 @@ STAMP := $(VENV)/.installed
 # axe-core (the accessibility engine of tests/test_browser.py), from npm at the version package-lock.json pins.
 NODE_STAMP := node_modules/.package-lock.json
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-export PYTHONHASHSEED := 0
 # Python's default, even where the environment turns it off (as container images often do): compiled modules
 # are cached in __pycache__ (ignored by git), so the many processes of a test run do not each compile the
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
-# Bit-identical numbers on any x86-64 CPU, so that nbval's exact comparison of the committed outputs holds on
-# Intel and AMD, with or without AVX-512: torch's own kernels capped at AVX2, and MKL's conditional numerical
-# reproducibility mode (MKL_CBWR), which runs its matrix products on one code path whatever the CPU. Without
-# them, a model trained on one machine ends a few float32 roundings away from the same model trained on
-# another, and chapter 8's induction accuracy moves by almost a point. Kernels started by make (lab, book,
-# test, refresh, grade) inherit them; tests/test_reproducible.py fails when they are missing. torch takes
-# ATEN_CPU_CAPABILITY=avx2 on trust, so it is set only where the CPU has AVX2 (on one without, torch's own
-# kernels are the generic ones anyway, and only MKL's pin applies).
-ifeq ($(shell uname -m),x86_64)
-export MKL_CBWR := COMPATIBLE
-export ONEDNN_MAX_CPU_ISA := AVX2
-ifeq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null || sysctl -n machdep.cpu.leaf7_features 2>/dev/null | grep -qw AVX2 && echo yes),yes)
-export ATEN_CPU_CAPABILITY := avx2
-endif
-endif
 # Tests in a browser, and of the built website: they run after build-strict, not with the unit tests. The
 # learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
 SITE_TESTS := tests/test_links.py tests/test_browser.py tests/test_lab_browser.py
@@ -43,7 +27,7 @@ CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit-nbval site unit nbval build-strict browser bench lab editions refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval portable site unit nbval portability margins build-strict browser bench lab editions refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -77,15 +61,27 @@ book: $(STAMP)  ## execute every chapter (one kernel per core) and write the web
 	jupyter-book build . --path-output $(BOOK_OUT) --keep-going
 	@echo "Open $(BOOK_OUT)/_build/html/index.html in a browser."
 
-# make test: lint; then, side by side, the unit tests with nbval, and the website (built, then tested). The
-# website's half leaves much of a core idle (a single-process build, a browser waiting on pages), which the
-# other half fills. Each half's output is printed in one piece when it ends.
-test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, and the strict website build + its link and browser tests, side by side
+# make test: lint; then, side by side, the unit tests with nbval, and the website (built, then tested); then
+# every chapter once more under another kernel set (portable). The website's half leaves much of a core idle
+# (a single-process build, a browser waiting on pages), which the others fill. Each part's output is printed
+# in one piece when it ends.
+test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, the strict website build + its browser tests, and nbval under torch's scalar kernels
 	ruff check attn_helpers tests scripts chapters _ext
-	$(MAKE) --no-print-directory -j2 --output-sync=recurse unit-nbval site
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse unit-nbval site portable
 
 unit-nbval: $(STAMP)  ## unit tests and nbval over every chapter, in one pytest run (2 processes)
 	$(PYTEST) tests chapters --nbval --nbval-sanitize-with tests/sanitize.cfg $(addprefix --ignore=,$(SITE_TESTS))
+
+# The outputs were made with this CPU's own kernels (make refresh sets nothing); make test compares them once
+# more under torch's scalar kernels and another MKL code path, as a CPU without AVX computes them.
+portable: $(STAMP)  ## nbval over every chapter under one other kernel set (torch's scalar kernels)
+	$(PY) scripts/portability.py --config default $(CHAPTERS)
+
+portability: $(STAMP)  ## nbval over every chapter under each kernel set of scripts/portability.py: 0 differing cells
+	$(PY) scripts/portability.py $(CHAPTERS)
+
+margins: $(STAMP)  ## the trained claims' asserted bounds, measured over 5 seeds under each kernel set (CONTRIBUTING.md)
+	$(PY) scripts/margins.py $(MARGINS_ARGS)
 
 site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built, and chapter 1 in the learners' JupyterLab
 	$(MAKE) --no-print-directory build-strict
