@@ -50,9 +50,6 @@ def all_claims(chapter: int | None = None) -> list[Claim]:
 
 def measure_here(chapter: int | None, seeds: list[int]) -> list[list[float]]:
     """Every claim's value for every seed, in this process (whose kernels the caller's environment chose)."""
-    import torch
-
-    torch.set_num_threads(1)
     return [[claim.measure(seed) for seed in seeds] for claim in all_claims(chapter)]
 
 
@@ -75,7 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, __file__, "--here", "--seeds", str(args.seeds)]
         command += ["--chapter", str(args.chapter)] if args.chapter is not None else []
         env = portability.environment(config)
-        env["OMP_NUM_THREADS"] = "1"
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
         for row, measured in zip(values, json.loads(done.stdout.splitlines()[-1]), strict=True):
             row += measured
