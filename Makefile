@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # axe-core (the accessibility engine of tests/test_browser.py), from npm at the version package-lock.json pins.
 NODE_STAMP := node_modules/.package-lock.json
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 # Python's default, even where the environment turns it off (as container images often do): compiled modules
 # are cached in __pycache__ (ignored by git), so the many processes of a test run do not each compile the
 # book's modules and rewrite its tests' asserts again.
@@ -65,8 +65,7 @@ book: $(STAMP)  ## execute every chapter (one kernel per core) and write the web
 # every chapter once more under another kernel set (portable). The website's half leaves much of a core idle
 # (a single-process build, a browser waiting on pages), which the others fill. Each part's output is printed
 # in one piece when it ends.
-test: $(STAMP) $(NODE_STAMP)  ## lint; unit tests + nbval over every chapter, the strict website build + its browser tests, and nbval under torch's scalar kernels
-	ruff check attn_helpers tests scripts chapters _ext
+test: $(STAMP) $(NODE_STAMP) lint  ## lint; unit tests + nbval over every chapter, the strict website build + its browser tests, and nbval under torch's scalar kernels
 	$(MAKE) --no-print-directory -j2 --output-sync=recurse unit-nbval site portable
 
 unit-nbval: $(STAMP)  ## unit tests and nbval over every chapter, in one pytest run (2 processes)
@@ -118,10 +117,10 @@ refresh: $(STAMP)  ## re-execute the chapters in place (after editing one), stri
 	$(PY) scripts/make_editions.py $(CHAPTERS) --out editions
 
 student: $(STAMP)  ## write student editions (stubs for solutions, plain Markdown for JupyterLab and Colab) to student/
-	$(PY) scripts/make_student.py chapters/*.ipynb --out student
+	$(PY) scripts/make_student.py $(CHAPTERS) --out student
 
 nbgrader: $(STAMP)  ## write an nbgrader course (source/chNN/NN_slug.ipynb) to nbgrader-course/
-	$(PY) scripts/make_nbgrader.py chapters/*.ipynb --out nbgrader-course
+	$(PY) scripts/make_nbgrader.py $(CHAPTERS) --out nbgrader-course
 
 grade: $(STAMP)  ## grade submitted notebooks, each in a sandbox: make grade SUBMISSIONS=folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]
 	@test -n "$(SUBMISSIONS)" || { echo "Usage: make grade SUBMISSIONS=path/to/folder [CHAPTER=01] [TIMEOUT=60] [NOTEBOOK_TIMEOUT=300] [GRADES=grades.csv] [JOBS=1]"; exit 2; }

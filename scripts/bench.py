@@ -175,10 +175,9 @@ def glove_text(kumo_python: str | None, given: Path | None) -> tuple[Path | None
 
 
 def chapters() -> list[str]:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from built_site import toc_pages
+    from book_toc import toc_files  # beside this script
 
-    return [p for p in toc_pages() if p.startswith("chapters/")]
+    return [f for f in toc_files() if f.startswith("chapters/")]
 
 
 def main(argv: list[str] | None = None) -> int:
