@@ -110,13 +110,29 @@ def test_split_with_a_global_d_k_names_it():
     assert "return x.view(b, t, h, d_k).transpose(1, 2)" in failed.value.where
 
 
+def test_merge_with_the_notebooks_sizes_names_them():
+    """Chapter 5 defines b, t, h, d_k = 2, 6, 3, 4 before the exercise: a merge_heads that reads them is right on
+    the check's first input (the chapter's sizes) and fails on the other sizes with the cause named."""
+    ns = notebook("b, t, h, d_k = 2, 6, 3, 4\n\ndef split_heads(x, h):\n"
+                  "    return x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2)\n\n"
+                  "def merge_heads(x):\n    return x.transpose(1, 2).reshape(b, t, h * d_k)\n")
+    with pytest.raises(CheckFailed, match=r"merge_heads raised RuntimeError on a \(3, 4, 10\) tensor with h = 5, "
+                                          r"though it worked on the exercise's inputs.*merge_heads reads b, d_k, h, t "
+                                          r"from the notebook.*Hint: take b, t and h·d_k from the tensor's shape") as failed:
+        ch05.split_and_merge(ns["split_heads"], ns["merge_heads"])
+    assert str(failed.value).count("Hint:") == 1
+    assert "reshape(b, t, h * d_k)" in failed.value.where
+
+
 def test_look_back_with_t_from_the_chapters_tensor_names_it():
-    ns = notebook("def look_back(w):\n    t = weights.shape[-1]  # the chapter's weights, not w\n"
+    """The chapter's weights w_one and w_two have t = 8 (not the 7 of an earlier check): a look_back that takes t
+    from them is right on the check's first input and fails on the other sizes with the cause named."""
+    ns = notebook("def look_back(w):\n    t = w_two.shape[-1]  # the chapter's weights, not w\n"
                   "    i = torch.arange(t, dtype=torch.float32)\n"
                   "    return (w * (i[:, None] - i[None, :])).sum(-1)[:, :, 2:].mean(dim=(0, 2))\n",
-                  weights=torch.softmax(torch.randn(1, 2, 7, 7), dim=-1))
+                  w_two=torch.softmax(torch.randn(200, 2, 8, 8), dim=-1))
     with pytest.raises(CheckFailed, match=r"look_back raised RuntimeError on weights of shape \(2, 3, 9, 9\), though "
-                                          r"it worked on the exercise's inputs.*look_back reads weights from the "
+                                          r"it worked on the exercise's inputs.*look_back reads w_two from the "
                                           r"notebook.*Hint: take t from weights.shape\[-1\]") as failed:
         ch05.look_back_distance(ns["look_back"])
     assert "(w * (i[:, None] - i[None, :]))" in failed.value.where

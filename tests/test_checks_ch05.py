@@ -129,10 +129,10 @@ def test_split_and_merge_accepts_solution(capsys):
     assert capsys.readouterr().out.count("correct") == 5
 
 
-@pytest.mark.parametrize("split, merge", [  # right for the exercise's (2, 5, 12) only
-    (lambda x, h: x.view(2, 5, h, -1).transpose(1, 2), lambda x: x.transpose(1, 2).reshape(2, 5, 12)),
-    (split_ok, lambda x: x.transpose(1, 2).reshape(2, 5, -1)),
-    (lambda x, h: x.view(2, 5, h, 12 // h).transpose(1, 2), merge_ok),
+@pytest.mark.parametrize("split, merge", [  # right for the chapter's (b, t, h·d_k) = (2, 6, 12) only
+    (lambda x, h: x.view(2, 6, h, -1).transpose(1, 2), lambda x: x.transpose(1, 2).reshape(2, 6, 12)),
+    (split_ok, lambda x: x.transpose(1, 2).reshape(2, 6, -1)),
+    (lambda x, h: x.view(2, 6, h, 12 // h).transpose(1, 2), merge_ok),
 ], ids=["both", "merge", "split"])
 def test_split_and_merge_reject_the_exercises_sizes_written_in(split, merge):
     with pytest.raises(CheckFailed, match="It was right on the exercise's inputs|though it worked on the exercise's"):
@@ -143,7 +143,7 @@ def test_split_and_merge_reject_the_exercises_sizes_written_in(split, merge):
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "straight as"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "wrong order"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "forgot the transpose"),
-    (lambda x, h: x.view(2, 5, 3, 4).transpose(1, 2), "does not depend on h"),     # the sizes of the test, hard-coded
+    (lambda x, h: x.view(2, 6, 3, 4).transpose(1, 2), "does not depend on h"),     # the sizes of the test, hard-coded
 ])
 def test_split_rejects_mistakes(split, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -348,12 +348,12 @@ def test_look_back_distance_accepts_solution(capsys):
 
 
 def test_look_back_distance_rejects_t_written_in():
-    def look_back_t7(w):  # right for the exercise's 7 tokens only
-        i = torch.arange(7)
+    def look_back_t8(w):  # right for the 8 tokens of the chapter's weights only
+        i = torch.arange(8)
         return (w * (i[:, None] - i[None, :]).float()).sum(-1)[:, :, 2:].mean(dim=(0, 2))
 
     with pytest.raises(CheckFailed, match="take t from weights.shape"):
-        check.look_back_distance(look_back_t7)
+        check.look_back_distance(look_back_t8)
 
 
 @pytest.mark.parametrize("look_back, hint", [
