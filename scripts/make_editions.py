@@ -16,7 +16,9 @@ computed, made for plain Jupyter:
   solution's text, code and output (the answer to a "predict, then run" question) sit hidden under it, and a
   click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell for the
   learner's own attempt: it runs after the solution, so the check cell below it checks the learner's answer,
-  and Run All still runs the whole chapter. Until the learner writes there, the cell's one line of code,
+  and Run All still runs the whole chapter. Each solution code cell begins with a comment line, "# The book's
+  solution to Exercise 1.2 (folded) ...", by which the check tells the folded solution's names from the
+  learner's: an answer cell that does not define the name the check reads fails (checks/_answer.py). Until the learner writes there, the cell's one line of code,
   ``ah.checks.no_answer_yet("1.2")``, makes the check say that it checked the book's solution and that the
   exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in
   the edition says the same, as Run All would;
@@ -43,7 +45,7 @@ from learner_copies import place, report
 from make_student import exercise_metadata
 from plain_markdown import ChapterText, MystError
 
-from attn_helpers.checks._answer import correct_line, waiting_note
+from attn_helpers.checks._answer import SOLUTION_LINE, correct_line, waiting_note
 
 COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a folded heading
 ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
@@ -69,6 +71,7 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
     text = ChapterText.of(nb, chapter, root)
     exercises = find_exercises(nb)
     by_cell = {ex.cell: ex for ex in exercises}
+    solved = {i: ex for ex in exercises for i in ex.solution_cells}
     gates: dict[int, list[str]] = {}
     owner = {}
     for ex in exercises:
@@ -106,6 +109,9 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             continue
         if cell.cell_type == "code":
             cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]
+        if i in solved:
+            number = text.targets[solved[i].label].number
+            cell.source = SOLUTION_LINE.format(number=number) + "\n" + cell.source
         cells.append(cell)
         if caption := figure_caption(cell, text):
             cells.append(caption)

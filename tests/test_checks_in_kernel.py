@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from attn_helpers.checks._answer import SOLUTION_LINE as SOLVED
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
 
@@ -23,7 +25,7 @@ CELLS = [
     "def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
     # a learners' edition after Run All: the folded solution, the untouched answer cell, the check (make_editions.py)
-    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
     '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
     "check.doubled_query_weights(w_doubled)",
     # the learner's own answer in its place (the line is gone), then the check again
@@ -32,7 +34,22 @@ CELLS = [
     # the learner's answer written under the line instead of in its place: an answer all the same
     'ah.checks.no_answer_yet("1.1")\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)',
     "check.doubled_query_weights(w_doubled)",
+    # answer cells that do not define the name the check reads, under the folded solution (issue 40)
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    "w_double = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)  # a typo",
+    "check.doubled_query_weights(w_doubled)",
+    "# the weights are a softmax of 8 and 4",
+    "check.doubled_query_weights(w_doubled)",
+    "pass",
+    "check.doubled_query_weights(w_doubled)",
+    SOLVED.format(number="1.2") + "\ndef self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+    "def self_attn(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+    "check.self_attention_function(self_attention)",
+    "self_attention = self_attn",
+    "check.self_attention_function(self_attention)",
 ]
+NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "w_doubled"),
+               20: ("1.2", "self_attention")}
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +119,28 @@ def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
     result, detail = _in_kernel(executed, [4, 5], 6, None, {})
     assert result == "error" and detail.startswith("not answered") and "learners' edition" in detail, detail
     assert _in_kernel(executed, [7], 8, None, {}) == ("passed", "")
+
+
+@pytest.mark.parametrize("index", sorted(NOT_DEFINED))
+def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(executed, index):
+    """Under a learners' edition's folded solution, an answer cell with another name (a typo, another function
+    name), only a comment or `pass` leaves the book's answer in place: the check says the answer cell does not
+    define the name it reads, and the grader reads it as failed."""
+    import re
+
+    from grading.notebook import _in_kernel
+
+    number, name = NOT_DEFINED[index]
+    error = error_of(executed.cells[index])
+    assert error.ename == "CheckFailed"
+    flat = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback)).split())
+    assert f"Your answer cell does not define {name}" in flat and f"Exercise {number}" in flat, flat
+    assert "✓" not in "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+    result, detail = _in_kernel(executed, [index - 1], index, None, {})
+    assert result == "failed" and f"does not define {name}" in detail, detail
+
+
+def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(executed):
+    from grading.notebook import _in_kernel
+
+    assert _in_kernel(executed, [21], 22, None, {}) == ("passed", "")

@@ -18,7 +18,7 @@ from learner_copies import ASIDE, MANIFEST, place, report
 from make_editions import as_text, learner_edition
 from make_editions import main as make_editions_main
 
-from attn_helpers.checks._answer import waiting_note
+from attn_helpers.checks._answer import _SOLUTION_RE, waiting_note
 
 HEADING = re.compile(r"^(#{1,6})\s")
 
@@ -61,9 +61,14 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
     by_id = {c.id: c for c in nb.cells}
     book_exercises, exercises = find_exercises(book), find_exercises(nb)
     checks = {book.cells[ex.check_cell].id for ex in book_exercises}
+    solutions = {book.cells[i].id: ex for ex in book_exercises for i in ex.solution_cells}
     for cell in book.cells:
         if cell.cell_type == "code":  # every code cell is there, as it is, with its outputs (glue records aside)
-            assert by_id[cell.id].source == cell.source
+            if cell.id in solutions:  # a solution's code under a first line by which the check knows it (_answer.py)
+                first, _, rest = by_id[cell.id].source.partition("\n")
+                assert rest == cell.source and _SOLUTION_RE.match(first) and first.startswith("# The book's solution")
+            else:
+                assert by_id[cell.id].source == cell.source
             if cell.id not in checks:
                 assert by_id[cell.id].outputs == [o for o in cell.outputs if not is_glue_record(o)]
     folded = nb.metadata.colab.collapsed_sections
