@@ -47,6 +47,14 @@ CELLS = [
     "check.self_attention_function(self_attention)",
     "self_attention = self_attn",
     "check.self_attention_function(self_attention)",
+    # a check that silences its inner checks (redirect_stdout), under an untouched answer cell (Exercise 7.4)
+    "from attn_helpers.checks import ch07 as check7\n" + SOLVED.format(number="7.4") +
+    "\ndef decoding_mask(t_q, t_k):\n    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)",
+    '# Your answer to Exercise 7.4: write your code here …\nah.checks.no_answer_yet("7.4")',
+    "check7.decoding_mask_function(decoding_mask)",
+    # any check that does so: its own output redirected, then its one line
+    'ah.checks.no_answer_yet("9.9")',
+    'import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    ah.checks.correct("inner")\nah.checks.correct("outer")',
 ]
 NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "w_doubled"),
                20: ("1.2", "self_attention")}
@@ -144,3 +152,15 @@ def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(execut
     from grading.notebook import _in_kernel
 
     assert _in_kernel(executed, [21], 22, None, {}) == ("passed", "")
+
+
+def test_the_not_answered_note_survives_a_check_that_silences_its_inner_checks(executed):
+    """Exercise 7.4's check runs its inner checks with their output redirected (one line for all the sizes):
+    the note that the answer cell is untouched is printed all the same, above its one line (issue 40)."""
+    from attn_helpers.checks._answer import waiting_note
+
+    def printed(index):
+        return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+
+    assert printed(25) == f"{waiting_note('7.4')}\n✓ decoding_mask: correct (the book's solution)\n"
+    assert printed(27) == f"{waiting_note('9.9')}\n✓ outer: correct (the book's solution)\n"

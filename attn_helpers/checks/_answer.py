@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 # The first line of every solution code cell of a learners' edition (scripts/make_editions.py writes it).
 SOLUTION_LINE = "# The book's solution to Exercise {number} (folded): write yours under \"Your answer\" below."
@@ -29,7 +30,9 @@ _SOLUTION_RE = re.compile(r"^# The book's solution to Exercise (?P<number>\d+\.\
 _from_solution: dict[str, tuple[str, object]] = {}  # name -> (exercise number, the object the folded solution bound)
 _watching = False
 _waiting: tuple[int, str] | None = None  # (the answer cell's execution count, its exercise's number)
-_noted: int | None = None                # the execution count of the check cell that has said so already
+# (the execution count of the check cell that has said so already, the stream it was said to): a check that
+# silences its inner checks (contextlib.redirect_stdout) did not show the note, and the learner must see it
+_noted: tuple[int, object] | None = None
 
 
 def _execution_count() -> int | None:
@@ -174,7 +177,7 @@ def correct(name: str) -> None:
         from ._failure import CheckFailed
 
         raise CheckFailed(not_defined_message(*stale))
-    if book and _noted != count:
-        _noted = count
+    if book and not (_noted is not None and _noted[0] == count and _noted[1] is sys.stdout):
+        _noted = (count, sys.stdout)
         print(waiting_note(_waiting[1]))
     print(correct_line(name, book))
