@@ -176,6 +176,28 @@ def test_a_learners_copy_is_kept_and_the_new_edition_goes_beside_it(tmp_path):
     assert "x = 1  # my note" in (folder / "01_a.ipynb").read_text()
 
 
+def test_make_lab_says_kept_only_when_the_edition_changed(tmp_path):
+    """An edited copy gets a word, and a fresh edition beside it, only when the book changed its edition; runs of
+    make lab with the book unchanged (before or after that) say nothing new and write nothing (issue 40)."""
+    folder = tmp_path / "my-notebooks"
+    place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1")}, folder)
+    edit(folder / "01_a.ipynb", "x = 1  # my answer")
+    for _ in range(2):  # the book unchanged: no new edition, no word of one
+        again = place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1")}, folder)
+        assert [p.status for p in again] == ["edited", "same"] and not (folder / ASIDE).exists()
+        said = report(again, folder)
+        assert "new edition is" not in said and "kept 1 notebook you edited as you left it" in said, said
+    changed = place({"01_a.ipynb": notebook("x = 2")}, folder)  # the book changed: said once
+    assert changed[0].status == "kept" and "the new edition is" in report(changed, folder)
+    stamp = (folder / ASIDE / "01_a.ipynb").stat().st_mtime_ns
+    for _ in range(2):
+        later = place({"01_a.ipynb": notebook("x = 2")}, folder)
+        assert later[0].status == "edited" and "new edition is" not in report(later, folder)
+    assert (folder / ASIDE / "01_a.ipynb").stat().st_mtime_ns == stamp
+    assert "x = 1  # my answer" in (folder / "01_a.ipynb").read_text()
+    assert place({"01_a.ipynb": notebook("x = 3")}, folder)[0].status == "kept"  # changed again: said again
+
+
 def test_a_file_that_is_not_an_edition_written_here_is_never_overwritten(tmp_path):
     folder = tmp_path / "my-notebooks"
     folder.mkdir()
