@@ -10,6 +10,8 @@ freshly made ones).
 
 from __future__ import annotations
 
+import textwrap
+
 import nbformat
 from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG
 from plain_markdown import ChapterText
@@ -47,12 +49,17 @@ def prediction_cell(exercise: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return new_markdown(exercise, "prediction", PREDICTION_PROMPT + "\n\n", tags=[PREDICTION_TAG])
 
 
+STUB_WIDTH = 79  # a stub's lines fit a notebook cell's width, which does not wrap code
+
+
 def stub(number: str, label: str | None) -> str:
-    """A student edition's solution cell: nbgrader's stub, whose error says which exercise waits and what to do."""
+    """A student edition's solution cell: nbgrader's stub, whose error says which exercise waits and what to do,
+    its message written over short lines (one long line would run past the cell's edge)."""
     name = f"Exercise {number}" + (f" ({label})" if label else "")
-    return ("# YOUR CODE HERE\n"
-            f'raise NotImplementedError("{name} is not answered yet: replace the two lines of this cell with your '
-            'code, run it, then run the check cell below it.")')
+    message = (f"{name} is not answered yet: replace the lines of this cell with your code, run it, "
+               "then run the check cell below it.")
+    pieces = textwrap.wrap(message, STUB_WIDTH - 6, drop_whitespace=False, break_long_words=False)
+    return "# YOUR CODE HERE\nraise NotImplementedError(\n" + "\n".join(f"    {piece!r}" for piece in pieces) + ")"
 
 
-__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub"]
+__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub", "STUB_WIDTH"]

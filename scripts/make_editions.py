@@ -23,6 +23,8 @@ computed, made for plain Jupyter:
   exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in
   the edition says the same, as Run All would;
 - a "predict, then run" exercise gets a prediction cell under its text, as in the student editions;
+- the Colab set-up cell (tagged ``colab-setup``) is folded and shows no execution count; ``make lab``'s copies,
+  which Colab never opens, leave it out;
 - the code cells, the check cells and their outputs are otherwise the chapter's (glue records aside), unchanged.
 
 No cell is executed: the outputs are the committed ones, which nbval compares with a fresh run, so an
@@ -65,8 +67,14 @@ def as_run_all_shows(check: nbformat.NotebookNode, number: str) -> None:
                                                                for line in lines)]) + "\n"
 
 
-def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
-    """The learners' edition of ``chapter`` (a notebook of the book in ``root``); see the module's docstring."""
+COLAB_TAG = "colab-setup"  # each chapter's first code cell, which sets up Colab and does nothing elsewhere
+
+
+def learner_edition(chapter: Path, root: Path = ROOT, colab: bool = True) -> nbformat.NotebookNode:
+    """The learners' edition of ``chapter`` (a notebook of the book in ``root``); see the module's docstring.
+
+    With ``colab`` (the committed editions, which Colab and Binder open) the Colab set-up cell stays, its code
+    folded and without the "[1]" of the chapter's run; without (``make lab``'s copies) it is left out."""
     nb = nbformat.read(chapter, as_version=4)
     text = ChapterText.of(nb, chapter, root)
     exercises = find_exercises(nb)
@@ -109,6 +117,11 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             continue
         if cell.cell_type == "code":
             cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]
+            if COLAB_TAG in cell.metadata.get("tags", []):
+                if not colab:
+                    continue
+                cell.execution_count = None  # not run yet, as far as the learner is concerned
+                cell.metadata.setdefault("jupyter", {})["source_hidden"] = True  # folded: it is Colab's
         if i in solved:
             number = text.targets[solved[i].label].number
             cell.source = SOLUTION_LINE.format(number=number) + "\n" + cell.source

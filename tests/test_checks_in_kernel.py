@@ -79,7 +79,7 @@ def error_of(cell) -> dict:
 @pytest.mark.parametrize("index, shown", [
     (1, ["these are the raw scores q·k; pass them through a softmax to get weights."]),
     (2, ["softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1."]),
-    (3, ["self_attention raised RuntimeError on a (5, 3) tensor: mat1 and mat2 shapes cannot be multiplied",
+    (3, ["self_attention raised RuntimeError on a (5, 3) tensor. The error says: mat1 and mat2 shapes cannot be multiplied",
          "Cell In[4], line 2: W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant"]),
 ], ids=["wrong-answer", "wrong-function", "function-raises"])
 def test_a_failed_check_shows_one_message_and_none_of_the_checks_code(executed, index, shown):

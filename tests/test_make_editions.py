@@ -198,6 +198,20 @@ def test_make_lab_says_kept_only_when_the_edition_changed(tmp_path):
     assert place({"01_a.ipynb": notebook("x = 3")}, folder)[0].status == "kept"  # changed again: said again
 
 
+def test_the_colab_cell_is_folded_without_a_count_and_make_lab_leaves_it_out(editions, tmp_path):
+    """The Colab set-up cell ran in the chapter ([1], no output); an edition shows it folded, with no count that
+    the learner did not run, and make lab's copies, opened in JupyterLab on the learner's machine, go without it."""
+    for name, nb in editions.items():
+        colab = [c for c in nb.cells if "colab-setup" in c.metadata.get("tags", [])]
+        assert len(colab) == 1 and colab[0].execution_count is None and colab[0].outputs == [], name
+        assert colab[0].metadata["jupyter"]["source_hidden"] is True, name
+    assert lab.make_folder(tmp_path, [CHAPTER_1]) == f"wrote {tmp_path / CHAPTER_1.name}"
+    mine = nbformat.read(tmp_path / CHAPTER_1.name, as_version=4)
+    assert not [c for c in mine.cells if "colab-setup" in c.metadata.get("tags", [])]
+    assert not [c for c in mine.cells if c.cell_type == "code" and "google.colab" in c.source]
+    assert len(mine.cells) == len(editions[CHAPTER_1.name].cells) - 1
+
+
 def test_a_file_that_is_not_an_edition_written_here_is_never_overwritten(tmp_path):
     folder = tmp_path / "my-notebooks"
     folder.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, by_name
-from edition_cells import CAPTION_TAG
+from edition_cells import CAPTION_TAG, STUB_WIDTH
 from exercise_cells import CHECK_TAG, PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_gate, is_solution
 from grading.assemble import assemble, read_book
 from make_student import main as make_student_main
@@ -65,6 +65,8 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
                 label = owner[i].label
                 assert s.source.startswith("# YOUR CODE HERE\nraise NotImplementedError(") and is_solution(s)
                 assert f"Exercise {numbers[label]} ({label}) is not answered yet" in s.source
+                # every line fits the cell, which does not wrap code (one line of 200 characters ran past its edge)
+                assert max(len(line) for line in s.source.splitlines()) <= STUB_WIDTH == 79
                 assert s.outputs == [] and s.execution_count is None
             elif i in checks:
                 assert s.source == b.source and s.outputs == [] and CHECK_TAG in s.metadata.tags
@@ -186,7 +188,8 @@ def test_an_edition_runs_up_to_its_first_stub(tmp_path):
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "NotImplementedError"
-    assert info.value.evalue.startswith("Exercise 1.1 (ex-ch01-tiny) is not answered yet: replace the two lines")
+    assert info.value.evalue.startswith("Exercise 1.1 (ex-ch01-tiny) is not answered yet: replace the lines of this "
+                                      "cell with your code, run it, then run the check cell below it.")
     assert nb.cells[1].execution_count == 1 and nb.cells[6].execution_count is None
     assert [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and any(o.output_type == "error" for o in c.outputs)] == [5]
