@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 
 import nbformat
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, WORDS_TAG
 from plain_markdown import ChapterText
 
 CAPTION_TAG = "figure-caption"  # the markdown cell under a figure that shows its number and caption
@@ -44,8 +44,11 @@ def figure_caption(cell: nbformat.NotebookNode, text: ChapterText) -> nbformat.N
     return new_markdown(cell, "caption", source, tags=[CAPTION_TAG])
 
 
-def prediction_cell(exercise: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The markdown cell, under a "predict, then run" exercise's text, where the learner writes the prediction."""
+def prediction_cell(exercise: nbformat.NotebookNode, words: bool = False) -> nbformat.NotebookNode:
+    """The markdown cell, under a "predict, then run" exercise's text, where the learner writes the prediction;
+    with ``words``, under an exercise that asks for an answer in words, where the learner writes it."""
+    if words:
+        return new_markdown(exercise, "words", WORDS_PROMPT + "\n\n", tags=[WORDS_TAG])
     return new_markdown(exercise, "prediction", PREDICTION_PROMPT + "\n\n", tags=[PREDICTION_TAG])
 
 

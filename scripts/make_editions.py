@@ -22,7 +22,8 @@ computed, made for plain Jupyter:
   ``ah.checks.no_answer_yet("1.2")``, makes the check say that it checked the book's solution and that the
   exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in
   the edition says the same, as Run All would;
-- a "predict, then run" exercise gets a prediction cell under its text, as in the student editions;
+- a "predict, then run" exercise gets a prediction cell under its text, and one that asks for words (say why,
+  explain, scripts/exercise_cells.py) a cell for them, as in the student editions;
 - the Colab set-up cell (tagged ``colab-setup``) is folded and shows no execution count; ``make lab``'s copies,
   which Colab never opens, leave it out;
 - the code cells, the check cells and their outputs are otherwise the chapter's (glue records aside), unchanged.
@@ -112,8 +113,8 @@ def learner_edition(chapter: Path, root: Path = ROOT, colab: bool = True) -> nbf
             cells.append(cell)
             if i in by_cell:
                 cell.metadata[EXERCISE_META] = exercise_metadata(by_cell[i], text)
-                if by_cell[i].predict:
-                    cells.append(prediction_cell(cell))
+                if by_cell[i].written:
+                    cells.append(prediction_cell(cell, words=by_cell[i].words))
             continue
         if cell.cell_type == "code":
             cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, ROOT, by_name
 from edition_cells import CAPTION_TAG, is_glue_record
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_solution
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, find_exercises, is_solution
 from learner_copies import ASIDE, MANIFEST, place, report
 from make_editions import as_text, learner_edition
 from make_editions import main as make_editions_main
@@ -99,6 +99,8 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
             assert shown == said
         if ex.predict:
             assert nb.cells[ex.cell + 1].source.strip() == PREDICTION_PROMPT
+        if ex.words:  # an exercise that asks for words (say why) gets a place for them (issue 40)
+            assert nb.cells[ex.cell + 1].source.strip() == WORDS_PROMPT
 
 
 def test_chapter_1_reads_as_the_website_does(editions):
