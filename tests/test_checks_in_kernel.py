@@ -55,9 +55,13 @@ CELLS = [
     # any check that does so: its own output redirected, then its one line
     'ah.checks.no_answer_yet("9.9")',
     'import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    ah.checks.correct("inner")\nah.checks.correct("outer")',
+    # an answer cell that raises before its assignment: the name is still the folded solution's
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=3)  # raises",
+    "check.doubled_query_weights(w_doubled)",
 ]
 NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "w_doubled"),
-               20: ("1.2", "self_attention")}
+               20: ("1.2", "self_attention"), 30: ("1.1", "w_doubled")}
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +149,10 @@ def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(exec
     assert f"Your answer cell does not define {name}" in flat and f"Exercise {number}" in flat, flat
     assert "✓" not in "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
     result, detail = _in_kernel(executed, [index - 1], index, None, {})
-    assert result == "failed" and f"does not define {name}" in detail, detail
+    if any(o.output_type == "error" for o in executed.cells[index - 1].outputs):  # the answer's own error comes first
+        assert result == "error" and detail.startswith("IndexError"), detail
+    else:
+        assert result == "failed" and f"does not define {name}" in detail, detail
 
 
 def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(executed):

@@ -117,11 +117,12 @@ def _after_cell(result) -> None:
         _from_solution.clear()
         return
     solution = _SOLUTION_RE.match(raw.lstrip())
+    failed = getattr(result, "error_before_exec", None) is not None or getattr(result, "error_in_exec", None) is not None
     for name in names:
         if solution and name in shell.user_ns:
             _from_solution[name] = (solution["number"], shell.user_ns[name])
-        else:
-            _from_solution.pop(name, None)
+        elif name in _from_solution and not (failed and shell.user_ns.get(name) is _from_solution[name][1]):
+            del _from_solution[name]  # (a cell that raised before its assignment leaves the book's answer in place)
 
 
 def watch_answers() -> None:
