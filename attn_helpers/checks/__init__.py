@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._answer import correct, no_answer_yet, watch_answers
+from ._answer import correct, no_answer_yet
+from ._answer import watch_answers as _watch_answers
 from ._failure import CheckFailed, Raised, call, describe, on_other_sizes
 from ._reach import reached_functions, tensors_from_outside
 from ._watch import Op, Watch
@@ -150,7 +151,7 @@ def check_value(answer: object, expected: float, name: str, mistakes: Mapping[st
     correct(name)
 
 
-watch_answers()  # in a learners' edition, an answer cell that leaves the folded solution's name fails (_answer.py)
+_watch_answers()  # in a learners' edition, an answer cell that leaves the folded solution's name fails (_answer.py)
 
 
 # ------------------------------------------------------------------ spotting shortcuts

@@ -128,10 +128,10 @@ def _after_cell(result) -> None:
 def watch_answers() -> None:
     """Inside IPython, start noting which names the folded solutions bind (once; see the module)."""
     global _watching
-    try:
-        from IPython import get_ipython
-    except ImportError:
+    if "IPython" not in sys.modules:  # not inside IPython (whose kernel has imported it): nothing to watch
         return
+    from IPython import get_ipython
+
     shell = get_ipython()
     if shell is not None and not _watching:
         shell.events.register("post_run_cell", _after_cell)
