@@ -96,7 +96,7 @@ def exercises():
             yield pytest.param(path, nb, ex, id=ex.label)
 
 
-@pytest.mark.parametrize("path, nb, ex", exercises())
+@pytest.mark.parametrize("path, nb, ex", list(exercises()))
 def test_no_hint_quotes_its_exercises_solution(path, nb, ex):
     solution = "\n".join(nb.cells[i].source for i in ex.solution_cells)
     functions = CHECK_CALL.findall(nb.cells[ex.check_cell].source)
