@@ -15,12 +15,14 @@ The buttons of a chapter open its learners' edition, ``editions/NN_slug.ipynb`` 
 scripts/make_editions.py and committed, since Colab and Binder open notebooks from the repository): plain
 Markdown with the solutions folded, not the MyST chapter, which Colab shows raw. The theme builds each button's
 address from the page's path; ``point_to_editions`` turns ``chapters/`` into ``editions/`` in it, and a chapter
-without an edition is a build warning (an error in the strict build).
+without an edition is a build warning (an error in the strict build). The ".ipynb" download button serves
+the same edition, copied into the site as ``editions/NN_slug.ipynb``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -96,7 +98,45 @@ def point_to_editions(app: Sphinx, pagename: str, templatename: str, context: di
         button["url"] = edition_url(button["url"], pagename)
 
 
+def download_edition(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Make a chapter page's ".ipynb" download button serve its learners' edition, as the launch buttons open it
+    (the theme's button serves ``_sources/chapters/NN.ipynb``, the MyST chapter with its solutions open).
+
+    The edition is copied into the site, to ``editions/NN_slug.ipynb``, by :func:`copy_editions`. A page whose
+    source is a notebook gets two buttons with that file from the theme (notebook and source): one is kept."""
+    edition = Path(app.srcdir) / EDITIONS / f"{Path(pagename).name}.ipynb"
+    if not pagename.startswith("chapters/") or not edition.is_file():
+        return  # point_to_editions warns of a chapter without an edition
+    url = context["pathto"](f"{EDITIONS}/{edition.name}", 1)
+    for group in (b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"):
+        buttons, seen = [], False
+        for button in group.get("buttons", []):
+            if str(button.get("url", "")).endswith(".ipynb"):
+                if seen:
+                    continue
+                seen = True
+                button.update(url=url, text=".ipynb", label="download-notebook-button",
+                              tooltip="Download this chapter as a notebook (solutions folded, for Jupyter)")
+            buttons.append(button)
+        group["buttons"] = buttons
+
+
+def copy_editions(app: Sphinx, exception: Exception | None) -> None:
+    """Copy the learners' edition of every chapter into the site, ``editions/NN_slug.ipynb``, for the download
+    button (on every build: a build with no page to write still gets the current editions)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / EDITIONS
+    for doc in sorted(d for d in app.env.found_docs if d.startswith("chapters/")):
+        edition = Path(app.srcdir) / EDITIONS / f"{Path(doc).name}.ipynb"
+        if edition.is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(edition, target / edition.name)
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", configure, priority=100)
     app.connect("html-page-context", point_to_editions, priority=600)  # after the theme's add_launch_buttons (501)
+    app.connect("html-page-context", download_edition, priority=600)  # after the theme's add_header_buttons
+    app.connect("build-finished", copy_editions)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,8 +10,10 @@ freshly made ones).
 
 from __future__ import annotations
 
+import textwrap
+
 import nbformat
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, WORDS_TAG
 from plain_markdown import ChapterText
 
 CAPTION_TAG = "figure-caption"  # the markdown cell under a figure that shows its number and caption
@@ -42,17 +44,25 @@ def figure_caption(cell: nbformat.NotebookNode, text: ChapterText) -> nbformat.N
     return new_markdown(cell, "caption", source, tags=[CAPTION_TAG])
 
 
-def prediction_cell(exercise: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The markdown cell, under a "predict, then run" exercise's text, where the learner writes the prediction."""
+def prediction_cell(exercise: nbformat.NotebookNode, words: bool = False) -> nbformat.NotebookNode:
+    """The markdown cell, under a "predict, then run" exercise's text, where the learner writes the prediction;
+    with ``words``, under an exercise that asks for an answer in words, where the learner writes it."""
+    if words:
+        return new_markdown(exercise, "words", WORDS_PROMPT + "\n\n", tags=[WORDS_TAG])
     return new_markdown(exercise, "prediction", PREDICTION_PROMPT + "\n\n", tags=[PREDICTION_TAG])
 
 
+STUB_WIDTH = 79  # a stub's lines fit a notebook cell's width, which does not wrap code
+
+
 def stub(number: str, label: str | None) -> str:
-    """A student edition's solution cell: nbgrader's stub, whose error says which exercise waits and what to do."""
+    """A student edition's solution cell: nbgrader's stub, whose error says which exercise waits and what to do,
+    its message written over short lines (one long line would run past the cell's edge)."""
     name = f"Exercise {number}" + (f" ({label})" if label else "")
-    return ("# YOUR CODE HERE\n"
-            f'raise NotImplementedError("{name} is not answered yet: replace the two lines of this cell with your '
-            'code, run it, then run the check cell below it.")')
+    message = (f"{name} is not answered yet: replace the lines of this cell with your code, run it, "
+               "then run the check cell below it.")
+    pieces = textwrap.wrap(message, STUB_WIDTH - 6, drop_whitespace=False, break_long_words=False)
+    return "# YOUR CODE HERE\nraise NotImplementedError(\n" + "\n".join(f"    {piece!r}" for piece in pieces) + ")"
 
 
-__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub"]
+__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub", "STUB_WIDTH"]

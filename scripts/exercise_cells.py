@@ -11,7 +11,8 @@ An exercise is, in this order (see instructors.md, "Adding a chapter"):
 Student editions (scripts/make_student.py) drop cells 2 and 4, stub cells 3, tag cell 5 ``exercise-check``,
 turn cell 1 into a plain Markdown heading ("### Exercise 1.2 (medium): ...") whose cell metadata
 ``exercise`` keeps the label and the directive's title, and add after a "predict, then run" exercise's
-text a markdown answer cell tagged ``exercise-prediction``. The parser accepts both forms. Used by
+text a markdown answer cell tagged ``exercise-prediction`` (``exercise-words`` after one that asks for an answer in
+words, see WORDS_RE). The parser accepts both forms. Used by
 make_student.py, make_nbgrader.py, grade.py, chapter_times.py and tests/test_exercises.py.
 """
 
@@ -27,6 +28,16 @@ CHECK_TAG = "exercise-check"  # student editions tag their check cells, so a mov
 PREDICTION_TAG = "exercise-prediction"  # the markdown cell of a student edition where the prediction is written
 # The first line of that cell, so that it is visibly a place to write (an empty markdown cell renders as a thin gap).
 PREDICTION_PROMPT = "**Your prediction** (double-click this cell and write it below this line, before you run anything):"
+# An exercise that asks for words ("say why", "explain", "in one sentence", a question "Why …?") gets a cell for them
+# too, tagged WORDS_TAG, and in nbgrader's course a manually graded cell; an author can mark one that the words
+# below miss with the line WORDS_MARKER in its {exercise} cell (a MyST comment: the website does not show it).
+WORDS_TAG = "exercise-words"
+WORDS_PROMPT = "**Your answer in words** (double-click this cell and write it below this line):"
+WORDS_MARKER = "% answer-in-words"
+WORDS_MARKER_RE = re.compile(r"^[ \t]*% ?answer-in-words[ \t]*$\n?", re.MULTILINE)
+WORDS_RE = re.compile(r"\b(?:say|explain|tell)\b[^.?!]*\bwhy\b|\bexplain\b|\bwhy\b[^.?!]*\?|\bin (?:one|a|two) sentences?\b"
+                      r"|\bin (?:your own )?words\b", re.IGNORECASE)
+_CODE_OR_MATH = re.compile(r"^(```+|:::+)[^\n]*$|`[^`\n]+`|\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL | re.MULTILINE)
 EXERCISE_META = "exercise"  # cell metadata of a student edition's exercise heading: {"label", "title", "number"}
 EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
 LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.MULTILINE)
@@ -51,7 +62,7 @@ class Exercise:
     solution_cells: list[int] = field(default_factory=list)    # code cells tagged `solution`
     answer_cells: list[int] = field(default_factory=list)      # all code cells before the check cell
     check_cell: int | None = None                              # the untagged cell calling check.<fn>
-    prediction_cell: int | None = None                         # a student edition's answer cell for the prediction
+    prediction_cell: int | None = None  # a student edition's cell for the written prediction (or answer in words)
 
     @property
     def level(self) -> str | None:
@@ -64,11 +75,27 @@ class Exercise:
         """True for a "predict, then run" exercise (said in its title or its text)."""
         return bool(re.search(r"predict", self.title, re.IGNORECASE) or PREDICT_RE.search(self.text))
 
+    @property
+    def words(self) -> bool:
+        """True for an exercise, not "predict, then run" (whose prediction cell takes the words), that asks for
+        words: its text says so (WORDS_RE, outside code and math) or holds the line WORDS_MARKER."""
+        prose = _CODE_OR_MATH.sub(" ", self.text)
+        return not self.predict and bool(WORDS_MARKER_RE.search(self.text) or WORDS_RE.search(prose))
+
+    @property
+    def written(self) -> bool:
+        """True when the exercise asks for written words: a prediction, or an answer in words."""
+        return self.predict or self.words
+
 
 def written_prediction(source: str) -> str:
-    """What a learner wrote in a prediction cell: its text without the prompt line (empty if nothing was written)."""
+    """What a learner wrote in a prediction (or words) cell: its text without the prompt line (empty if nothing
+    was written)."""
     text = source.strip()
-    return text.removeprefix(PREDICTION_PROMPT).strip() if text.startswith(PREDICTION_PROMPT) else text
+    for prompt in (PREDICTION_PROMPT, WORDS_PROMPT):
+        if text.startswith(prompt):
+            return text.removeprefix(prompt).strip()
+    return text
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:
@@ -109,7 +136,8 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         after = max([ex.cell, *ex.solution_cells, *(g[2] for g in ex.gates)])
         tagged = [i for i in span if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
         ex.prediction_cell = next((i for i in span if nb.cells[i].cell_type == "markdown"
-                                   and PREDICTION_TAG in nb.cells[i].get("metadata", {}).get("tags", [])), None)
+                                   and {PREDICTION_TAG, WORDS_TAG} & set(nb.cells[i].get("metadata", {}).get("tags", []))),
+                                  None)
         ex.check_cell = tagged[0] if tagged else next(
             (i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"
              and CHECK_CALL_RE.search(nb.cells[i].source)), None)

@@ -49,8 +49,9 @@ def chapters(root: Path = ROOT) -> list[Path]:
 
 
 def make_folder(folder: Path, paths: list[Path]) -> str:
-    """Make the editions of ``paths`` into ``folder``, keeping the learner's edited copies; say what was done."""
-    return report(place({p.name: as_text(learner_edition(p)) for p in paths}, folder), folder)
+    """Make the editions of ``paths`` into ``folder``, keeping the learner's edited copies; say what was done.
+    The copies leave out the Colab set-up cell: this is JupyterLab on the learner's machine."""
+    return report(place({p.name: as_text(learner_edition(p, colab=False)) for p in paths}, folder), folder)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,9 +8,11 @@ sources), in ``folder/.editions.json``. For each edition:
 - the copy's cells are the fresh edition's: it is left alone, outputs and all (``same``);
 - the copy's cells are what was written last time (the learner ran it, perhaps, but typed nothing) and the book
   has changed since: the fresh edition replaces it (``updated``);
-- otherwise the learner edited it (or it was never written here): it is kept as it is, and the fresh edition
-  goes beside it, to ``folder/new-editions/`` (``kept``). There too, a file the learner edited is never
-  overwritten: the fresh edition then takes the next free name, ``01_weighted_average-2.ipynb``.
+- otherwise the learner edited it (or it was never written here): it is kept as it is. When the book has changed
+  since the copy was written, the fresh edition goes beside it, to ``folder/new-editions/`` (``kept``), and the
+  learner is told once; a later ``make lab`` with the book unchanged says nothing of it again (``edited``).
+  There too, a file the learner edited is never overwritten: the fresh edition then takes the next free name,
+  ``01_weighted_average-2.ipynb``.
 
 Running cells changes outputs and metadata, not sources, so a copy that was only read and run is updated
 when the book changes; one in which a single character was typed is kept.
@@ -31,7 +33,7 @@ ASIDE = "new-editions"
 @dataclass
 class Placed:
     name: str     # the edition's file name, e.g. 01_weighted_average.ipynb
-    status: str   # new | same | updated | kept
+    status: str   # new | same | updated | kept | edited
     path: Path    # where the fresh edition is: the copy itself, or beside it when the learner's copy was kept
 
 
@@ -92,11 +94,17 @@ def place(editions: dict[str, str], folder: Path) -> list[Placed]:
             written[name] = fresh
             placed.append(Placed(name, "new" if current is None else "updated", folder / name))
             continue
+        if fresh == written.get(name):  # the learner's copy was made from this very edition: nothing new
+            placed.append(Placed(name, "edited", folder / name))
+            continue
         stem, n = Path(name).stem, 1
         rel = f"{ASIDE}/{name}"
         while not ours(rel, fresh):
             n += 1
             rel = f"{ASIDE}/{stem}-{n}.ipynb"
+        if (aside := _read(folder / rel)) is not None and fingerprint(aside) == fresh:
+            placed.append(Placed(name, "edited", folder / rel))  # this edition was put beside it before, and said so
+            continue
         _write(folder / rel, text)
         written[rel] = fresh
         placed.append(Placed(name, "kept", folder / rel))
@@ -114,6 +122,10 @@ def report(placed: list[Placed], folder: Path) -> str:
             lines.append(f"updated {p.path} (the book changed; you had not edited your copy)")
         elif p.status == "kept":
             lines.append(f"kept your {Path(folder) / p.name} (you edited it); the new edition is {p.path}")
+    edited = sum(p.status == "edited" for p in placed)
+    if edited:
+        lines.append(f"kept {edited} notebook{'s' if edited > 1 else ''} you edited as you left "
+                     f"{'them' if edited > 1 else 'it'}: no new edition since the last make lab")
     same = sum(p.status == "same" for p in placed)
     if same:
         lines.append(f"{same} of your notebooks in {folder}/ are the current editions already")

@@ -16,11 +16,16 @@ computed, made for plain Jupyter:
   solution's text, code and output (the answer to a "predict, then run" question) sit hidden under it, and a
   click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell for the
   learner's own attempt: it runs after the solution, so the check cell below it checks the learner's answer,
-  and Run All still runs the whole chapter. Until the learner writes there, the cell's one line of code,
+  and Run All still runs the whole chapter. Each solution code cell begins with a comment line, "# The book's
+  solution to Exercise 1.2 (folded) ...", by which the check tells the folded solution's names from the
+  learner's: an answer cell that does not define the name the check reads fails (checks/_answer.py). Until the learner writes there, the cell's one line of code,
   ``ah.checks.no_answer_yet("1.2")``, makes the check say that it checked the book's solution and that the
   exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in
   the edition says the same, as Run All would;
-- a "predict, then run" exercise gets a prediction cell under its text, as in the student editions;
+- a "predict, then run" exercise gets a prediction cell under its text, and one that asks for words (say why,
+  explain, scripts/exercise_cells.py) a cell for them, as in the student editions;
+- the Colab set-up cell (tagged ``colab-setup``) is folded and shows no execution count; ``make lab``'s copies,
+  which Colab never opens, leave it out;
 - the code cells, the check cells and their outputs are otherwise the chapter's (glue records aside), unchanged.
 
 No cell is executed: the outputs are the committed ones, which nbval compares with a fresh run, so an
@@ -43,7 +48,7 @@ from learner_copies import place, report
 from make_student import exercise_metadata
 from plain_markdown import ChapterText, MystError
 
-from attn_helpers.checks._answer import correct_line, waiting_note
+from attn_helpers.checks._answer import SOLUTION_LINE, correct_line, waiting_note
 
 COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a folded heading
 ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
@@ -63,12 +68,19 @@ def as_run_all_shows(check: nbformat.NotebookNode, number: str) -> None:
                                                                for line in lines)]) + "\n"
 
 
-def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
-    """The learners' edition of ``chapter`` (a notebook of the book in ``root``); see the module's docstring."""
+COLAB_TAG = "colab-setup"  # each chapter's first code cell, which sets up Colab and does nothing elsewhere
+
+
+def learner_edition(chapter: Path, root: Path = ROOT, colab: bool = True) -> nbformat.NotebookNode:
+    """The learners' edition of ``chapter`` (a notebook of the book in ``root``); see the module's docstring.
+
+    With ``colab`` (the committed editions, which Colab and Binder open) the Colab set-up cell stays, its code
+    folded and without the "[1]" of the chapter's run; without (``make lab``'s copies) it is left out."""
     nb = nbformat.read(chapter, as_version=4)
     text = ChapterText.of(nb, chapter, root)
     exercises = find_exercises(nb)
     by_cell = {ex.cell: ex for ex in exercises}
+    solved = {i: ex for ex in exercises for i in ex.solution_cells}
     gates: dict[int, list[str]] = {}
     owner = {}
     for ex in exercises:
@@ -101,11 +113,19 @@ def learner_edition(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
             cells.append(cell)
             if i in by_cell:
                 cell.metadata[EXERCISE_META] = exercise_metadata(by_cell[i], text)
-                if by_cell[i].predict:
-                    cells.append(prediction_cell(cell))
+                if by_cell[i].written:
+                    cells.append(prediction_cell(cell, words=by_cell[i].words))
             continue
         if cell.cell_type == "code":
             cell.outputs = [out for out in cell.outputs if not is_glue_record(out)]
+            if COLAB_TAG in cell.metadata.get("tags", []):
+                if not colab:
+                    continue
+                cell.execution_count = None  # not run yet, as far as the learner is concerned
+                cell.metadata.setdefault("jupyter", {})["source_hidden"] = True  # folded: it is Colab's
+        if i in solved:
+            number = text.targets[solved[i].label].number
+            cell.source = SOLUTION_LINE.format(number=number) + "\n" + cell.source
         cells.append(cell)
         if caption := figure_caption(cell, text):
             cells.append(caption)

@@ -13,7 +13,8 @@ metadata (schema version 3; ``grade_id`` values are built from the exercise labe
   exercise (``<label>-check``); nbgrader restores it from this source before autograding;
 - after each "predict, then run" exercise's text comes a manually graded answer cell (markdown,
   ``<label>-prediction``, the same points) holding the chapter's written answer between the markers, which
-  the release replaces by "YOUR ANSWER HERE";
+  the release replaces by "YOUR ANSWER HERE"; so does an exercise that asks for words (say why, explain:
+  ``<label>-words``, see scripts/exercise_cells.py), whose written solution goes there rather than into comments;
 - every other cell is locked read-only, and the markdown is plain Markdown as in the student editions
   (scripts/plain_markdown.py); the ``{solution-start}``/``{solution-end}`` cells are gone.
 """
@@ -122,7 +123,7 @@ def nbgrader_source(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
         if cell.cell_type == "code" and (is_solution(cell) or i in gated):
             n = sum(1 for c in cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(
                 f"{ex.label}-solution"))
-            notes = prose[ex.label] if not ex.predict and n == 0 else ""
+            notes = prose[ex.label] if not ex.written and n == 0 else ""
             comments = as_comments(notes)
             cell.source = f"{BEGIN}\n{comments}{cell.source.rstrip()}\n{END}"
             cell.outputs, cell.execution_count = [], None
@@ -144,11 +145,13 @@ def nbgrader_source(chapter: Path, root: Path = ROOT) -> nbformat.NotebookNode:
                 cell.metadata[EXERCISE_META] = exercise_metadata(ex, text)
             cell.metadata["nbgrader"] = nbgrader_meta(f"{ex.label}-text" if is_text else f"{stem}-cell-{i:03d}",
                                                       locked=True)
-            if is_text and ex.predict:
+            if is_text and ex.written:
                 cells.append(cell)
-                answer = prose[ex.label] or "Write your prediction and your reasoning here."
+                answer = prose[ex.label] or ("Write your answer in words here." if ex.words
+                                             else "Write your prediction and your reasoning here.")
                 cell = nbformat.v4.new_markdown_cell(f"{BEGIN}\n{answer}\n{END}", metadata={"nbgrader": nbgrader_meta(
-                    f"{ex.label}-prediction", solution=True, grade=True, points=points(ex))})
+                    f"{ex.label}-{'words' if ex.words else 'prediction'}", solution=True, grade=True,
+                    points=points(ex))})
         cells.append(cell)
     nb.cells = cells
     return nb

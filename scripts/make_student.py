@@ -80,8 +80,8 @@ class StudentEdition(Preprocessor):
                 if i in exercises:
                     cell.metadata[EXERCISE_META] = exercise_metadata(exercises[i], text)
                     cells.append(cell)
-                    if exercises[i].predict:
-                        cells.append(prediction_cell(cell))
+                    if exercises[i].written:
+                        cells.append(prediction_cell(cell, words=exercises[i].words))
                     continue
             elif cell.cell_type == "code":
                 if is_solution(cell) or i in gated:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import nbformat
 from book_toc import ROOT, toc_files
-from exercise_cells import LEVEL_RE
+from exercise_cells import LEVEL_RE, WORDS_MARKER_RE
 
 ROLE_RE = re.compile(r"\{(?P<role>[a-z][a-z0-9_:-]*)\}`(?P<content>[^`]*)`")
 FENCE_RE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[a-z][a-z0-9_-]*)\}[ \t]*(?P<arg>.*)$")
@@ -194,7 +194,7 @@ class ChapterText:
     # --- a whole cell ----------------------------------------------------------------------------
     def plain(self, source: str) -> str:
         """``source`` (one markdown cell) with every role and directive resolved to plain Markdown."""
-        lines = self._blocks(source.splitlines())
+        lines = self._blocks(WORDS_MARKER_RE.sub("", source).splitlines())  # an author's marker (exercise_cells.py)
         return DISPLAY_MATH_RE.sub(_unnumbered, ROLE_RE.sub(self._resolve, "\n".join(lines)))
 
     def _resolve(self, m: re.Match) -> str:

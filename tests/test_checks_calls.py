@@ -54,11 +54,12 @@ def test_call_names_the_input_the_error_and_the_learners_line():
     with pytest.raises(CheckFailed) as failed:
         call(ns["f"], torch.zeros(4, 3), 3, name="f")
     message = str(failed.value)
-    assert message.startswith("f raised RuntimeError on a (4, 3) tensor, 3: shape '[2, 3, 3]' is invalid")
+    assert message.startswith("f raised RuntimeError on a (4, 3) tensor, 3. The error says: shape '[2, 3, 3]' is "
+                              "invalid")  # the inputs end in a number: not run into the error's text (issue 40)
     assert type(failed.value).__name__ == "CheckFailed"  # what the grader reads as the exercise's failure
     assert failed.value.where.endswith("line 3: return x.view(2, h, d)  # written for 6 rows")
     assert "return x.view(2, h, d)" in rendered(failed.value)
-    with pytest.raises(CheckFailed, match="g raised KeyError on the exercise's x: 'k'. Hint: say so") as failed:
+    with pytest.raises(CheckFailed, match="g raised KeyError on the exercise's x. The error says: 'k'. Hint: say so") as failed:
         call(lambda x: {}["k"], 1, name="g", given="the exercise's x", hint=lambda error: "say so")
     assert failed.value.raised.error.args == ("k",)
 
@@ -95,7 +96,7 @@ def test_head_function_with_the_exercises_scale_gets_one_hint():
 
     with pytest.raises(CheckFailed) as failed:
         ch04.head_function(lambda head, x: head_by_hand(head, x, scale=2.0))  # right for d_k = 4 only
-    assert str(failed.value).count("Hint:") == 1 and "math.sqrt(head.d_k)" in str(failed.value)
+    assert str(failed.value).count("Hint:") == 1 and "read d_k from the head you are given" in str(failed.value)
 
 
 def test_split_with_a_global_d_k_names_it():
@@ -103,7 +104,7 @@ def test_split_with_a_global_d_k_names_it():
                   "    return x.view(b, t, h, d_k).transpose(1, 2)\n\n"
                   "def merge_heads(x):\n    b, h, t, d = x.shape\n    return x.transpose(1, 2).reshape(b, t, h * d)\n")
     with pytest.raises(CheckFailed, match=r"split_heads raised RuntimeError on the same x with h = 4, though it worked "
-                                          r"on the exercise's inputs: .* split_heads reads d_k from the notebook rather "
+                                          r"on the exercise's inputs. The error says: .* split_heads reads d_k from the notebook rather "
                                           r"than from its arguments.*Hint: take d_k from x and h") as failed:
         ch05.split_and_merge(ns["split_heads"], ns["merge_heads"])
     assert str(failed.value).count("Hint:") == 1
@@ -133,7 +134,7 @@ def test_look_back_with_t_from_the_chapters_tensor_names_it():
                   w_two=torch.softmax(torch.randn(200, 2, 8, 8), dim=-1))
     with pytest.raises(CheckFailed, match=r"look_back raised RuntimeError on weights of shape \(2, 3, 9, 9\), though "
                                           r"it worked on the exercise's inputs.*look_back reads w_two from the "
-                                          r"notebook.*Hint: take t from weights.shape\[-1\]") as failed:
+                                          r"notebook.*Hint: take t from the weights you are given") as failed:
         ch05.look_back_distance(ns["look_back"])
     assert "(w * (i[:, None] - i[None, :]))" in failed.value.where
 
@@ -147,8 +148,8 @@ def test_recall_with_a_hard_coded_index_is_named(recall_head):
 
 def test_self_attention_that_raises_is_named_with_its_input():
     ns = notebook("def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)\n    return W @ X, W\n")
-    with pytest.raises(CheckFailed, match=r"self_attention raised RuntimeError on a \(5, 3\) tensor: mat1 and mat2 "
-                                          r"shapes cannot be multiplied") as failed:
+    with pytest.raises(CheckFailed, match=r"self_attention raised RuntimeError on a \(5, 3\) tensor. The error says: "
+                                          r"mat1 and mat2 shapes cannot be multiplied") as failed:
         ch01.self_attention_function(ns["self_attention"])
     assert failed.value.where.endswith("line 2: W = torch.softmax(X @ X, dim=-1)")
     assert "expected" not in rendered(failed.value)
@@ -159,7 +160,7 @@ def test_contextual_vector_that_raises_is_named_with_its_input(glove):
                   "    i = sentence.split().index(word)\n    return torch.softmax(X @ X.T / 50 ** 0.5, -1)[i] @ X\n",
                   glove=glove)
     with pytest.raises(CheckFailed, match=r"contextual_vector raised ValueError on 'I must go back to my ship and to "
-                                          r"my crew', 'i': 'i' is not in list. Hint: split the sentence with "
+                                          r"my crew', 'i'. The error says: 'i' is not in list. Hint: split the sentence with "
                                           r"ah.tokenize") as failed:
         ch03.contextual_function(ns["contextual_vector"])
     assert "i = sentence.split().index(word)" in failed.value.where

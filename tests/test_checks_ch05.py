@@ -352,7 +352,7 @@ def test_look_back_distance_rejects_t_written_in():
         i = torch.arange(8)
         return (w * (i[:, None] - i[None, :]).float()).sum(-1)[:, :, 2:].mean(dim=(0, 2))
 
-    with pytest.raises(CheckFailed, match="take t from weights.shape"):
+    with pytest.raises(CheckFailed, match="take t from the weights you are given"):
         check.look_back_distance(look_back_t8)
 
 

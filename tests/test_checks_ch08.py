@@ -76,7 +76,7 @@ def test_rope_function_rejects_d_written_in():
 
     assert torch.allclose(rope_d8(torch.ones(2, 3, 8), torch.arange(3)), _reference_rope(torch.ones(2, 3, 8), torch.arange(3)),
                           atol=1e-5)
-    with pytest.raises(CheckFailed, match="take d from x.shape"):
+    with pytest.raises(CheckFailed, match="take d from the last dimension of x"):
         check.rope_function(rope_d8)
 
 

@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from attn_helpers.checks._answer import SOLUTION_LINE as SOLVED
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
 
@@ -23,7 +25,7 @@ CELLS = [
     "def self_attention(X):\n    W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant\n    return W @ X, W\n\n"
     "check.self_attention_function(self_attention)",
     # a learners' edition after Run All: the folded solution, the untouched answer cell, the check (make_editions.py)
-    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
     '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
     "check.doubled_query_weights(w_doubled)",
     # the learner's own answer in its place (the line is gone), then the check again
@@ -32,7 +34,34 @@ CELLS = [
     # the learner's answer written under the line instead of in its place: an answer all the same
     'ah.checks.no_answer_yet("1.1")\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)',
     "check.doubled_query_weights(w_doubled)",
+    # answer cells that do not define the name the check reads, under the folded solution (issue 40)
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    "w_double = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)  # a typo",
+    "check.doubled_query_weights(w_doubled)",
+    "# the weights are a softmax of 8 and 4",
+    "check.doubled_query_weights(w_doubled)",
+    "pass",
+    "check.doubled_query_weights(w_doubled)",
+    SOLVED.format(number="1.2") + "\ndef self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+    "def self_attn(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+    "check.self_attention_function(self_attention)",
+    "self_attention = self_attn",
+    "check.self_attention_function(self_attention)",
+    # a check that silences its inner checks (redirect_stdout), under an untouched answer cell (Exercise 7.4)
+    "from attn_helpers.checks import ch07 as check7\n" + SOLVED.format(number="7.4") +
+    "\ndef decoding_mask(t_q, t_k):\n    return torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_k - t_q)",
+    '# Your answer to Exercise 7.4: write your code here …\nah.checks.no_answer_yet("7.4")',
+    "check7.decoding_mask_function(decoding_mask)",
+    # any check that does so: its own output redirected, then its one line
+    'ah.checks.no_answer_yet("9.9")',
+    'import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    ah.checks.correct("inner")\nah.checks.correct("outer")',
+    # an answer cell that raises before its assignment: the name is still the folded solution's
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=3)  # raises",
+    "check.doubled_query_weights(w_doubled)",
 ]
+NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "w_doubled"),
+               20: ("1.2", "self_attention"), 30: ("1.1", "w_doubled")}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +83,7 @@ def error_of(cell) -> dict:
 @pytest.mark.parametrize("index, shown", [
     (1, ["these are the raw scores q·k; pass them through a softmax to get weights."]),
     (2, ["softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1."]),
-    (3, ["self_attention raised RuntimeError on a (5, 3) tensor: mat1 and mat2 shapes cannot be multiplied",
+    (3, ["self_attention raised RuntimeError on a (5, 3) tensor. The error says: mat1 and mat2 shapes cannot be multiplied",
          "Cell In[4], line 2: W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant"]),
 ], ids=["wrong-answer", "wrong-function", "function-raises"])
 def test_a_failed_check_shows_one_message_and_none_of_the_checks_code(executed, index, shown):
@@ -102,3 +131,43 @@ def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
     result, detail = _in_kernel(executed, [4, 5], 6, None, {})
     assert result == "error" and detail.startswith("not answered") and "learners' edition" in detail, detail
     assert _in_kernel(executed, [7], 8, None, {}) == ("passed", "")
+
+
+@pytest.mark.parametrize("index", sorted(NOT_DEFINED))
+def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(executed, index):
+    """Under a learners' edition's folded solution, an answer cell with another name (a typo, another function
+    name), only a comment or `pass` leaves the book's answer in place: the check says the answer cell does not
+    define the name it reads, and the grader reads it as failed."""
+    import re
+
+    from grading.notebook import _in_kernel
+
+    number, name = NOT_DEFINED[index]
+    error = error_of(executed.cells[index])
+    assert error.ename == "CheckFailed"
+    flat = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback)).split())
+    assert f"Your answer cell does not define {name}" in flat and f"Exercise {number}" in flat, flat
+    assert "✓" not in "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+    result, detail = _in_kernel(executed, [index - 1], index, None, {})
+    if any(o.output_type == "error" for o in executed.cells[index - 1].outputs):  # the answer's own error comes first
+        assert result == "error" and detail.startswith("IndexError"), detail
+    else:
+        assert result == "failed" and f"does not define {name}" in detail, detail
+
+
+def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(executed):
+    from grading.notebook import _in_kernel
+
+    assert _in_kernel(executed, [21], 22, None, {}) == ("passed", "")
+
+
+def test_the_not_answered_note_survives_a_check_that_silences_its_inner_checks(executed):
+    """Exercise 7.4's check runs its inner checks with their output redirected (one line for all the sizes):
+    the note that the answer cell is untouched is printed all the same, above its one line (issue 40)."""
+    from attn_helpers.checks._answer import waiting_note
+
+    def printed(index):
+        return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+
+    assert printed(25) == f"{waiting_note('7.4')}\n✓ decoding_mask: correct (the book's solution)\n"
+    assert printed(27) == f"{waiting_note('9.9')}\n✓ outer: correct (the book's solution)\n"

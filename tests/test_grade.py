@@ -253,7 +253,7 @@ def _out(kind: str, text: str = "", ename: str = "", evalue: str = "") -> nbform
      ("error", "NotImplementedError (not answered: the stub is still there)")),
     # a student edition's stub, whose message tells the learner what to do: the table keeps to the point
     ([_out("error", ename="NotImplementedError", evalue="Exercise 1.2 (ex-ch01-w) is not answered yet: replace the "
-           "two lines of this cell with your code, run it, then run the check cell below it.")],
+           "lines of this cell with your code, run it, then run the check cell below it.")],
      [_out("error", ename="NameError", evalue="name 'w' is not defined")],
      ("error", "NotImplementedError (not answered: the stub is still there)")),
     ([], [_out("error", ename="CheckFailed", evalue="w is not right yet.\nHint: two lines")],

@@ -227,3 +227,27 @@ def test_every_file_gets_a_row(graded):
     rows = graded["rows"]
     assert rows[("eve.py", "(notebook)")][0] == "error" and "not a notebook (.py)" in rows[("eve.py", "(notebook)")][1]
     assert rows[("broken", "(notebook)")][0] == "error" and "cannot read" in rows[("broken", "(notebook)")][1]
+
+
+def test_a_learners_edition_whose_answer_cells_define_other_names_is_not_passed(tmp_path):
+    """Chapter 1's learners' edition handed in with answer cells that leave the folded solution's names in
+    place (a typo, another function name, `pass`): graded for real, no exercise passes, and each row says
+    which name the answer cell does not define (issue 40)."""
+    from grade import grade_folder
+    from make_editions import learner_edition
+
+    chapter_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
+    nb = learner_edition(chapter_1)
+    answers = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Your answer to Exercise")]
+    assert len(answers) == 3
+    for cell, wrong in zip(answers, ["w_double = ah.softmax(torch.tensor([8.0, 4.0]))  # a typo",
+                                     "def self_attn(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+                                     "pass"], strict=True):
+        cell.source = wrong
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    write(nb, folder / "carol.ipynb")
+    rows = {row.exercise: row for row in grade_folder(folder, chapter_path=chapter_1)}
+    names = {"ex-ch01-predict": "w_doubled", "ex-ch01-function": "self_attention", "ex-ch01-batch": "Wb"}
+    for label, name in names.items():
+        assert rows[label].result == "failed" and f"does not define {name}" in rows[label].detail, rows[label]

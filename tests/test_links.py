@@ -152,6 +152,26 @@ def test_launch_buttons_lead_to_real_services(page: PurePosixPath):
     assert not placeholders, f"{page} links to placeholder addresses: {placeholders}"
 
 
+DOWNLOADS = re.compile(r'<a href="(?!https?:)([^"]+\.ipynb)"[^>]*>.*?<span class="btn__text-container">([^<]*)</span>', re.DOTALL)
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES or [PurePosixPath("chapters/none.html")], ids=str)
+def test_the_download_button_serves_the_learners_edition(page: PurePosixPath):
+    """The ".ipynb" download button of a chapter gives its learners' edition (solutions folded, plain Markdown), as
+    the Colab and Binder buttons open it, never the MyST chapter in _sources/ (issue 40)."""
+    require_site()
+    html = (SITE / page).read_text(encoding="utf-8")
+    downloads = [(url, text) for url, text in DOWNLOADS.findall(html)]
+    assert [text for _, text in downloads] == [".ipynb"], f"{page}: .ipynb links {downloads}"
+    url = downloads[0][0]
+    assert "_sources" not in url and "_sources/chapters" not in html, f"{page}: {url}"
+    served = (SITE / page.parent / unquote(url)).resolve()
+    assert served == (SITE / "editions" / f"{page.stem}.ipynb").resolve(), served
+    assert served.read_bytes() == (ROOT / "editions" / f"{page.stem}.ipynb").read_bytes()
+    text = served.read_text(encoding="utf-8")
+    assert ":class: dropdown" not in text and "{glue:" not in text and "{solution-start}" not in text
+
+
 def test_placeholder_launch_addresses_are_refused():
     assert placeholder_problem("jupyterhub_url", "https://jupyterhub.example.org")
     assert placeholder_problem("jupyterhub_url", "http://hub.university.edu")  # not https

@@ -13,12 +13,12 @@ import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, ROOT, by_name
 from edition_cells import CAPTION_TAG, is_glue_record
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_solution
+from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, find_exercises, is_solution
 from learner_copies import ASIDE, MANIFEST, place, report
 from make_editions import as_text, learner_edition
 from make_editions import main as make_editions_main
 
-from attn_helpers.checks._answer import waiting_note
+from attn_helpers.checks._answer import _SOLUTION_RE, waiting_note
 
 HEADING = re.compile(r"^(#{1,6})\s")
 
@@ -61,9 +61,14 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
     by_id = {c.id: c for c in nb.cells}
     book_exercises, exercises = find_exercises(book), find_exercises(nb)
     checks = {book.cells[ex.check_cell].id for ex in book_exercises}
+    solutions = {book.cells[i].id: ex for ex in book_exercises for i in ex.solution_cells}
     for cell in book.cells:
         if cell.cell_type == "code":  # every code cell is there, as it is, with its outputs (glue records aside)
-            assert by_id[cell.id].source == cell.source
+            if cell.id in solutions:  # a solution's code under a first line by which the check knows it (_answer.py)
+                first, _, rest = by_id[cell.id].source.partition("\n")
+                assert rest == cell.source and _SOLUTION_RE.match(first) and first.startswith("# The book's solution")
+            else:
+                assert by_id[cell.id].source == cell.source
             if cell.id not in checks:
                 assert by_id[cell.id].outputs == [o for o in cell.outputs if not is_glue_record(o)]
     folded = nb.metadata.colab.collapsed_sections
@@ -94,6 +99,8 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
             assert shown == said
         if ex.predict:
             assert nb.cells[ex.cell + 1].source.strip() == PREDICTION_PROMPT
+        if ex.words:  # an exercise that asks for words (say why) gets a place for them (issue 40)
+            assert nb.cells[ex.cell + 1].source.strip() == WORDS_PROMPT
 
 
 def test_chapter_1_reads_as_the_website_does(editions):
@@ -169,6 +176,42 @@ def test_a_learners_copy_is_kept_and_the_new_edition_goes_beside_it(tmp_path):
     assert third[0].status == "kept" and third[0].path == folder / ASIDE / "01_a-2.ipynb"
     assert "tried the new one" in (folder / ASIDE / "01_a.ipynb").read_text()
     assert "x = 1  # my note" in (folder / "01_a.ipynb").read_text()
+
+
+def test_make_lab_says_kept_only_when_the_edition_changed(tmp_path):
+    """An edited copy gets a word, and a fresh edition beside it, only when the book changed its edition; runs of
+    make lab with the book unchanged (before or after that) say nothing new and write nothing (issue 40)."""
+    folder = tmp_path / "my-notebooks"
+    place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1")}, folder)
+    edit(folder / "01_a.ipynb", "x = 1  # my answer")
+    for _ in range(2):  # the book unchanged: no new edition, no word of one
+        again = place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1")}, folder)
+        assert [p.status for p in again] == ["edited", "same"] and not (folder / ASIDE).exists()
+        said = report(again, folder)
+        assert "new edition is" not in said and "kept 1 notebook you edited as you left it" in said, said
+    changed = place({"01_a.ipynb": notebook("x = 2")}, folder)  # the book changed: said once
+    assert changed[0].status == "kept" and "the new edition is" in report(changed, folder)
+    stamp = (folder / ASIDE / "01_a.ipynb").stat().st_mtime_ns
+    for _ in range(2):
+        later = place({"01_a.ipynb": notebook("x = 2")}, folder)
+        assert later[0].status == "edited" and "new edition is" not in report(later, folder)
+    assert (folder / ASIDE / "01_a.ipynb").stat().st_mtime_ns == stamp
+    assert "x = 1  # my answer" in (folder / "01_a.ipynb").read_text()
+    assert place({"01_a.ipynb": notebook("x = 3")}, folder)[0].status == "kept"  # changed again: said again
+
+
+def test_the_colab_cell_is_folded_without_a_count_and_make_lab_leaves_it_out(editions, tmp_path):
+    """The Colab set-up cell ran in the chapter ([1], no output); an edition shows it folded, with no count that
+    the learner did not run, and make lab's copies, opened in JupyterLab on the learner's machine, go without it."""
+    for name, nb in editions.items():
+        colab = [c for c in nb.cells if "colab-setup" in c.metadata.get("tags", [])]
+        assert len(colab) == 1 and colab[0].execution_count is None and colab[0].outputs == [], name
+        assert colab[0].metadata["jupyter"]["source_hidden"] is True, name
+    assert lab.make_folder(tmp_path, [CHAPTER_1]) == f"wrote {tmp_path / CHAPTER_1.name}"
+    mine = nbformat.read(tmp_path / CHAPTER_1.name, as_version=4)
+    assert not [c for c in mine.cells if "colab-setup" in c.metadata.get("tags", [])]
+    assert not [c for c in mine.cells if c.cell_type == "code" and "google.colab" in c.source]
+    assert len(mine.cells) == len(editions[CHAPTER_1.name].cells) - 1
 
 
 def test_a_file_that_is_not_an_edition_written_here_is_never_overwritten(tmp_path):

@@ -41,10 +41,10 @@ def test_every_cell_has_its_nbgrader_role(chapter):
     ids = [meta["grade_id"] for _, meta in nbgrader_cells(source)]
     assert len(ids) == len(set(ids)) == len(source.cells), "every cell needs its own grade_id"
     solutions = sum(is_solution(c) for c in book.cells)
-    seen = {"solution": 0, "check": set(), "prediction": set()}
+    seen = {"solution": 0, "check": set(), "prediction": set(), "words": set()}
     for cell, meta in nbgrader_cells(source):
         assert meta["schema_version"] == 3
-        label = re.sub(r"-(solution(-\d+)?|check|prediction|text)$", "", meta["grade_id"])
+        label = re.sub(r"-(solution(-\d+)?|check|prediction|words|text)$", "", meta["grade_id"])
         if meta["grade_id"].endswith(("-solution",)) or re.search(r"-solution-\d+$", meta["grade_id"]):
             assert (meta["solution"], meta["grade"], meta["locked"]) == (True, False, False)
             assert cell.cell_type == "code" and cell.source.startswith(BEGIN + "\n") and cell.source.endswith("\n" + END)
@@ -54,11 +54,14 @@ def test_every_cell_has_its_nbgrader_role(chapter):
             assert (meta["solution"], meta["grade"], meta["locked"]) == (False, True, True)
             assert meta["points"] == POINTS[exercises[label].level] and "check." in cell.source
             seen["check"].add(label)
-        elif meta["grade_id"].endswith("-prediction"):
+        elif meta["grade_id"].endswith(("-prediction", "-words")):  # graded by hand: a prediction, words (say why)
+            kind = meta["grade_id"].rsplit("-", 1)[1]
             assert cell.cell_type == "markdown" and (meta["solution"], meta["grade"], meta["locked"]) == (True, True, False)
-            assert meta["points"] == POINTS[exercises[label].level] and exercises[label].predict
+            assert meta["points"] == POINTS[exercises[label].level]
+            assert exercises[label].predict if kind == "prediction" else exercises[label].words
             assert cell.source.startswith(BEGIN + "\n") and cell.source.endswith("\n" + END)
-            seen["prediction"].add(label)
+            assert len(cell.source) > len(BEGIN + END) + 20  # the chapter's written answer, for the instructor
+            seen[kind].add(label)
         else:  # teaching text and code, and the exercises' texts: read-only
             assert (meta["solution"], meta["grade"], meta["locked"]) == (False, False, True)
             assert BEGIN not in cell.source
@@ -67,6 +70,7 @@ def test_every_cell_has_its_nbgrader_role(chapter):
     assert seen["solution"] == solutions
     assert seen["check"] == set(exercises)
     assert seen["prediction"] == {label for label, ex in exercises.items() if ex.predict}
+    assert seen["words"] == {label for label, ex in exercises.items() if ex.words}  # 3.1 and 10.2 ask why
     if HAVE_NBGRADER:  # nbgrader's own validator: metadata, grade ids, markdown answer cells graded
         from nbgrader.nbgraderformat import MetadataValidator
 

@@ -9,8 +9,20 @@ from pathlib import Path
 import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, by_name
-from edition_cells import CAPTION_TAG
-from exercise_cells import CHECK_TAG, PREDICTION_PROMPT, PREDICTION_TAG, find_exercises, is_gate, is_solution
+from edition_cells import CAPTION_TAG, STUB_WIDTH
+from exercise_cells import (
+    CHECK_TAG,
+    PREDICTION_PROMPT,
+    PREDICTION_TAG,
+    WORDS_MARKER,
+    WORDS_PROMPT,
+    WORDS_TAG,
+    Exercise,
+    find_exercises,
+    is_gate,
+    is_solution,
+    written_prediction,
+)
 from grading.assemble import assemble, read_book
 from make_student import main as make_student_main
 from make_student import make_student
@@ -65,6 +77,8 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
                 label = owner[i].label
                 assert s.source.startswith("# YOUR CODE HERE\nraise NotImplementedError(") and is_solution(s)
                 assert f"Exercise {numbers[label]} ({label}) is not answered yet" in s.source
+                # every line fits the cell, which does not wrap code (one line of 200 characters ran past its edge)
+                assert max(len(line) for line in s.source.splitlines()) <= STUB_WIDTH == 79
                 assert s.outputs == [] and s.execution_count is None
             elif i in checks:
                 assert s.source == b.source and s.outputs == [] and CHECK_TAG in s.metadata.tags
@@ -83,10 +97,11 @@ def test_edition_is_the_chapter_minus_its_solutions(chapter, editions):
             number = f"{int(chapter.name[:2])}.{list(exercises).index(i) + 1}"
             assert s.source.startswith(f"### Exercise {number} ({ex.level}): "), s.source.splitlines()[0]
             assert s.metadata.exercise["label"] == ex.label and f"`{ex.label}`" in s.source
-            if ex.predict:
+            if ex.written:  # a prediction, or an answer in words (say why, explain)
                 answer = next(cells)
-                assert answer.cell_type == "markdown" and PREDICTION_TAG in answer.metadata.tags
-                assert answer.source.strip() == PREDICTION_PROMPT  # visibly a place to write, and nothing written
+                tag, prompt = (WORDS_TAG, WORDS_PROMPT) if ex.words else (PREDICTION_TAG, PREDICTION_PROMPT)
+                assert answer.cell_type == "markdown" and tag in answer.metadata.tags
+                assert answer.source.strip() == prompt  # visibly a place to write, and nothing written
         else:  # teaching text: resolved where it had MyST, otherwise untouched but for display math as equation*
             if not MYST.search(b.source):
                 assert s.source.replace("$$\\begin{equation*}", "$$").replace("\\end{equation*}$$", "$$") == b.source
@@ -114,7 +129,7 @@ def test_edition_parses_as_the_chapters_exercises(chapter, editions):
     assert [(e.label, e.level, e.predict) for e in student] == [(e.label, e.level, e.predict) for e in book]
     for ex in student:
         assert ex.check_cell is not None and ex.solution_cells
-        assert (ex.prediction_cell is not None) == ex.predict
+        assert (ex.prediction_cell is not None) == ex.written
 
 
 @by_name
@@ -186,7 +201,8 @@ def test_an_edition_runs_up_to_its_first_stub(tmp_path):
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "NotImplementedError"
-    assert info.value.evalue.startswith("Exercise 1.1 (ex-ch01-tiny) is not answered yet: replace the two lines")
+    assert info.value.evalue.startswith("Exercise 1.1 (ex-ch01-tiny) is not answered yet: replace the lines of this "
+                                      "cell with your code, run it, then run the check cell below it.")
     assert nb.cells[1].execution_count == 1 and nb.cells[6].execution_count is None
     assert [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and any(o.output_type == "error" for o in c.outputs)] == [5]
@@ -202,3 +218,48 @@ def test_command_line_writes_every_chapter_and_rejects_bad_input(tmp_path, capsy
     variation.write_bytes(CHAPTER_1.read_bytes())
     assert make_student_main([str(variation), "--out", str(tmp_path / "out")]) == 2
     assert "01_my_variation.ipynb is not a chapter listed in" in capsys.readouterr().err
+
+
+def test_exercises_that_ask_for_words_are_found_by_their_text_or_a_marker():
+    """"Say why", "explain", "in one sentence", a question "Why …?" (not in code or math), or the author's marker
+    line: such an exercise gets a cell for its words (issue 40). "Predict, then run" ones have theirs already."""
+    asking = {label for path in CHAPTERS for ex in find_exercises(nbformat.read(path, as_version=4)) if ex.words
+              for label in [ex.label]}
+    assert {"ex-ch03-cat", "ex-ch10-delta"} <= asking, asking
+
+    def ex(text: str, title: str = "A task — easy") -> Exercise:
+        return Exercise("ex-ch01-x", title, 0, f"```{{exercise}} {title}\n:label: ex-ch01-x\n\n{text}\n```")
+
+    for text in ["Then say, in one sentence, why they agree.", "Explain the difference.",
+                 "Why are the two rows identical?", f"Compute `x`.\n{WORDS_MARKER}"]:
+        assert ex(text).words and ex(text).written, text
+    for text in ["Compute `why = x.sum()` of shape $(2, 3)$.", "Write a function `f(x)` that returns y.",
+                 "Use $\\text{why?}$ as a name."]:
+        assert not ex(text).words, text
+    from plain_markdown import ChapterText
+
+    text = ChapterText.of(nbformat.read(CHAPTER_1, as_version=4), CHAPTER_1)
+    assert text.plain(f"Compute `x`.\n{WORDS_MARKER}\nThen stop.") == "Compute `x`.\nThen stop."  # unseen in editions
+    predicted = ex("Predict, then run: what changes, and why?", "Predict, then run — easy")
+    assert predicted.predict and not predicted.words and predicted.written
+    assert written_prediction(f"{WORDS_PROMPT}\n\nThe rows are equal because the word is.") == (
+        "The rows are equal because the word is.")
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.name[:2] in ("03", "10")], ids=lambda p: p.name)
+def test_an_exercise_that_asks_for_words_has_a_place_for_them_and_the_grader_reads_it(chapter, tmp_path):
+    from make_editions import learner_edition
+
+    book = read_book(chapter)
+    asking = [ex for ex in find_exercises(nbformat.read(chapter, as_version=4)) if ex.words]
+    student = nbformat.read(make_student(chapter, tmp_path), as_version=4)
+    for edition in (student, learner_edition(chapter)):
+        found = {ex.label: ex for ex in find_exercises(edition)}
+        for ex in asking:
+            cell = edition.cells[found[ex.label].prediction_cell]
+            assert WORDS_TAG in cell.metadata.tags and cell.source.strip() == WORDS_PROMPT
+            assert found[ex.label].prediction_cell == found[ex.label].cell + 1  # right under the exercise's text
+    label = asking[0].label
+    cell = student.cells[find_exercises(student)[[e.label for e in find_exercises(student)].index(label)].prediction_cell]
+    cell.source += "They agree because each row of P sums to one."
+    assert assemble(student, book, tmp_path).predictions[label] == "They agree because each row of P sums to one."

@@ -63,9 +63,10 @@ class Raised:
     error: BaseException
 
     def says(self, given: str, though: str = "") -> str:
-        """'look_back raised IndexError on <given><though>: <the error's first line>'."""
+        """'look_back raised IndexError on <given><though>. The error says: <its first line>' (a sentence of its
+        own, since the inputs may end in a number that a colon would run into the error's text)."""
         lines = str(self.error).strip().splitlines()
-        message = f": {lines[0].rstrip('.')}" if lines else ""
+        message = f". The error says: {lines[0].rstrip('.')}" if lines else ""
         return f"{self.name} raised {type(self.error).__name__} on {given}{though}{message}"
 
 

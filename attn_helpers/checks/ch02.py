@@ -76,7 +76,7 @@ def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
     check_tensor(_run_by_hand(fn, x, -1), torch.softmax(x, dim=-1), "softmax of a small 3 × 3 matrix", {
         "each row must sum to 1: normalise along dim, not along dim 0.": torch.softmax(x, dim=0),
         "you subtracted the maxima without keepdim=True, so they broadcast along the wrong axis: "
-        "use x.amax(dim=dim, keepdim=True).": shifted / shifted.sum(dim=-1, keepdim=True),
+        "keep the reduced dimension, so that each row's maximum lines up with its own row.": shifted / shifted.sum(dim=-1, keepdim=True),
         "without keepdim=True the maxima and the sums broadcast along the wrong axis: "
         "use keepdim=True in both amax and sum.": shifted / shifted.sum(dim=-1),
         "you divided by the sum of the scores; softmax exponentiates first, then normalises.":
@@ -90,8 +90,8 @@ def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
     mixed = torch.tensor([[1000.0, 999.0], [-1000.0, -1001.0]])
     result = _run_by_hand(fn, mixed, -1)
     _fail_if_not_finite(result, "rows of very different sizes",
-                        "subtract each row's own maximum (x.amax(dim=dim, keepdim=True)), not one maximum "
-                        "for the whole tensor: exp(-2000) is 0 and the second row becomes 0/0.")
+                        "subtract each row's own maximum (a maximum along dim that keeps that dimension), not one "
+                        "maximum for the whole tensor: exp(-2000) is 0 and the second row becomes 0/0.")
     check_tensor(result, torch.softmax(mixed, dim=-1), "softmax of rows of very different sizes")
     wide = torch.tensor([[0.0, 1000.0], [3.0, -997.0]])  # rows spanning 1000: only the maximum is a safe shift
     result = _run_by_hand(fn, wide, -1)

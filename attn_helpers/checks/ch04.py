@@ -91,8 +91,9 @@ def _forbidden() -> dict[Callable, str]:
 def _run_head_function(fn: Callable, head: SelfAttentionHead, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``fn(head, x)`` on a copy of the head (what fn does to it cannot change the check's), watched."""
     return run_by_hand(fn, (copy.deepcopy(head), x.clone()), _forbidden(), "head_by_hand",
-                       "project x with the head's weights (x @ head.W_q.weight.T, …), then compute the scores, scale "
-                       "them and take their softmax; call the head only afterwards, to compare.", "the head")
+                       "project x with the head's three weight matrices yourself (an nn.Linear multiplies by its "
+                       "weight transposed), then compute the scores, scale them and take their softmax; call the head "
+                       "only afterwards, to compare.", "the head")
 
 
 def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -134,7 +135,7 @@ def head_function(fn: Callable[[SelfAttentionHead, torch.Tensor], tuple[torch.Te
         expected_w = torch.softmax(raw / math.sqrt(2), dim=-1)
         check_tensor(weights, expected_w, "weights on SelfAttentionHead(8, 2, d_v=5)", {
             "you divided by 2, the √d_k of the exercise's head; this head's d_k is 2, so divide by √2: "
-            "math.sqrt(head.d_k).": torch.softmax(raw / 2.0, dim=-1),
+            "read d_k from the head you are given, then take its square root.": torch.softmax(raw / 2.0, dim=-1),
         })
         check_tensor(out, expected_w @ v, "out on SelfAttentionHead(8, 2, d_v=5)")
 

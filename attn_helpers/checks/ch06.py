@@ -203,7 +203,7 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
         if {(t_q, t_k), (t_k, t_q)} & shapes:
             raise CheckFailed(
                 "the function builds a full t_q × t_k tensor. Hint: compute the scores of one block of "
-                "keys at a time, q @ k[start:start + block].T."
+                "keys at a time (a slice of k's rows), never of all the keys at once."
             )
         if _rows_of_scores(shapes, t_q, t_k, d_k, v.shape[-1]):
             raise CheckFailed(

@@ -117,7 +117,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     }, atol=1e-4)
     x2 = torch.randn(3, 4, 6, generator=gen)  # other sizes: (b, t, d) = (3, 4, 6)
     positions2 = torch.tensor([9, 3, 5, 0])
-    other_sizes = ("rope", "x of shape (3, 4, 6)", "take d from x.shape[-1] and t from the positions.")
+    other_sizes = ("rope", "x of shape (3, 4, 6)", "take d from the last dimension of x and t from the positions.")
     with on_other_sizes(*other_sizes), Watch([position.rope]) as watch:
         answer2 = call(fn, x2.clone(), positions2.clone(), name="rope")
     if watch.called:

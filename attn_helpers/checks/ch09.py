@@ -246,9 +246,9 @@ def _run_gqa(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, 
         raise CheckFailed(
             f"the result is right {where}, but the keys or values were copied once per query head (one token's key "
             f"or value, or a multiple of it, turned up {copies.most_copies()} times in the tensors gqa_decode made). "
-            "Hint: stack the h/g query heads of a group as rows, "
-            "q.reshape(b, g, h // g, d_k), and multiply by k.transpose(-2, -1) of shape (b, g, d_k, t). "
-            "(Broadcasting k[:, :, None] against 5-D queries makes torch.matmul copy the keys too.)"
+            "Hint: make the h/g query heads of a group the rows of one matrix per group (a reshape of q, no "
+            "copy), and multiply it by that group's keys, transposed, of shape (b, g, d_k, t). (Broadcasting "
+            "the keys against 5-D queries makes torch.matmul copy them too.)"
         )
     return answer
 

@@ -62,7 +62,7 @@ class BookExercise:
     label: str
     check_source: str   # the book's check cell
     names: list[str]    # the variables it reads (the answers)
-    predict: bool = False  # a "predict, then run" exercise: its written prediction goes to the grades for a person
+    predict: bool = False  # a written prediction or answer in words (Exercise.written): to the grades, for a person
 
 
 @dataclass
@@ -127,7 +127,7 @@ def read_book(path: Path) -> Book:
         if ex.label is None or ex.check_cell is None:
             raise BookError(f"{path.name}: the exercise at cell {ex.cell} has no label or no check cell")
         source = nb.cells[ex.check_cell].source
-        exercises.append(BookExercise(ex.label, source, _read_names(source), ex.predict))
+        exercises.append(BookExercise(ex.label, source, _read_names(source), ex.written))
     if not exercises:
         raise BookError(f"{path.name} has no exercises")
     chapters = {label_chapter(e.label) for e in exercises}
