@@ -5,17 +5,47 @@ stacks them in ``in_proj_weight`` ``(3·d_model, d_model)`` (rows ``0:d`` for qu
 for keys, ``2d:3d`` for values) and the book keeps them as ``W_q``, ``W_k`` and ``W_v``, each
 ``(d_model, d_model)``; ``out_proj`` is the book's ``W_o``. Head ``i`` uses rows
 ``i·d_k:(i+1)·d_k`` of each block in both. So copying is a matter of slicing, and the two
-modules then compute the same function.
+modules then compute the same function. :func:`aten_operators` lists the operators a call runs, which
+shows the path ``nn.MultiheadAttention`` takes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
+from ._torch_private import dispatch_mode_base
 from .modules import MultiHeadAttention
 
-__all__ = ["copy_to_torch_mha", "copy_from_torch_mha", "to_torch_mha", "from_torch_mha"]
+__all__ = ["copy_to_torch_mha", "copy_from_torch_mha", "to_torch_mha", "from_torch_mha", "aten_operators"]
+
+
+class _OperatorNames(dispatch_mode_base()):
+    """Records the name of every ATen operator that runs while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        self.names.append(func.name().removeprefix("aten::"))
+        return func(*args, **(kwargs or {}))
+
+
+def aten_operators(fn: Callable[..., object], *args: object, **kwargs: object) -> list[str]:
+    """The ATen operators that one call ``fn(*args, **kwargs)`` runs, in order, without the ``aten::`` prefix
+    (chapter 6): ``["_scaled_dot_product_flash_attention_for_cpu"]`` for SDPA's default on the CPU.
+
+    It watches below autograd, where PyTorch dispatches each operator, so it changes no path a module takes
+    (a ``TorchFunctionMode`` would: ``nn.MultiheadAttention`` leaves its fast path when one is active).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function or module to call, got {type(fn).__name__}.")
+    with _OperatorNames() as recorder:
+        fn(*args, **kwargs)
+    return recorder.names
 
 
 def _check_book(book: object) -> None:

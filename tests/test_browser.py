@@ -8,6 +8,9 @@ and then a 390 px phone screen, and every check below reads what that visit reco
   by MathJax, its images have loaded, screenshots of its first screen on a desktop and a phone go to
   _build/screenshots/, and on a chapter a solution drop-down opens on click;
 - at 390 px nothing makes the page wider than the screen (what is too wide scrolls in its own box);
+- on both screens every box that scrolls sideways has a tab stop, so a keyboard can scroll it, and a display
+  formula that scrolls also has a name for screen readers (_static/scroll_boxes.js); axe-core's
+  scrollable-region-focusable checks the formulas too;
 - every image in the article has alt text that is a phrase, not a file path or a hash;
 - no figure more than 1,000 px wide is shown below 0.65 of its natural width at 1366 px, and a click on a
   figure opens the full-size image;
@@ -282,22 +285,37 @@ OVERFLOW_JS = DESCRIBE + """
 # axe-core over the whole page but MathJax's output (thousands of glyph elements a page, whose accessibility
 # is MathJax's own assistive MathML; walking them triples axe's time). Each violation says whether it is
 # in the article, and which entry of THEME_VIOLATIONS (if any) its element matches.
-# Boxes in the article that scroll sideways on the phone (a long formula, a wide table, a code block) and that
-# the keyboard cannot reach, so cannot scroll: the theme gives code blocks, outputs and tables a tab stop,
-# _static/scroll_boxes.js gives one to display formulas.
+# Boxes in the article that scroll sideways (a long formula, a wide table, a code block) and that the keyboard
+# cannot reach, so cannot scroll, and display formulas that scroll without a name a screen reader can announce
+# when they get the focus: the theme gives code blocks, outputs and tables a tab stop, _static/scroll_boxes.js
+# gives display formulas one, with a name.
 SCROLL_BOXES_JS = DESCRIBE + """
 (article) => [...document.querySelectorAll(`${article} *`)].filter((el) => {
   const style = getComputedStyle(el);
-  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1
-    && el.offsetParent !== null && el.tabIndex < 0 && !el.querySelector('a, button, input, [tabindex]');
-}).slice(0, 6).map(describe)
+  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1 && el.offsetParent !== null;
+}).flatMap((el) => {
+  if (el.tabIndex < 0 && !el.querySelector('a, button, input, [tabindex]')) return [describe(el) + ': no tab stop'];
+  const formula = el.matches('mjx-container[display="true"]');
+  if (formula && !(el.getAttribute('aria-label') || '').trim()) return [describe(el) + ': a tab stop without a name'];
+  return [];
+}).slice(0, 6)
 """
 
+# The whole run leaves MathJax's output out; a second run checks the display formulas themselves (the boxes that
+# scroll) with the rules about scrolling, focus and the ARIA that scroll_boxes.js adds.
+FORMULA_RULES = ["scrollable-region-focusable", "aria-allowed-attr", "aria-allowed-role", "aria-prohibited-attr",
+                 "presentation-role-conflict"]
 AXE_JS = DESCRIBE + """
-async ([article, theme, anyImpact]) => {
+async ([article, theme, anyImpact, formulaRules]) => {
   const results = await axe.run({exclude: [['mjx-container']]}, {resultTypes: ['violations']});
+  const violations = [...results.violations];
+  if (document.querySelector('mjx-container[display="true"]')) {
+    const formulas = await axe.run({include: [['mjx-container[display="true"]']]},
+                                   {runOnly: formulaRules, resultTypes: ['violations']});
+    violations.push(...formulas.violations);
+  }
   const found = [];
-  for (const v of results.violations) {
+  for (const v of violations) {
     if (!['critical', 'serious'].includes(v.impact) && !anyImpact.includes(v.id)) continue;
     for (const node of v.nodes) {
       const selector = node.target.join(' ');
@@ -378,6 +396,7 @@ class Visit:
     axe: list[dict] = field(default_factory=list)
     text: str = ""
     phone: dict = field(default_factory=dict)
+    unreachable: list[str] = field(default_factory=list)  # on the desktop screen; the phone's are in `phone`
     redirect: bool = False
     url_path: str = ""                                   # where the visit ended (after a redirect)
     sidebar: list[str] = field(default_factory=list)     # the pages the navigation sidebar links
@@ -410,7 +429,8 @@ def visit_page(tab: PageProblems, server: str, page_path: str) -> Visit:
             visit.images = page.evaluate(IMAGES_JS, ARTICLE)
             visit.text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
             add_axe(page, server)
-            visit.axe = page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT])
+            visit.axe = page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT, FORMULA_RULES])
+            visit.unreachable = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
             sections = figure_sections(page)
             screenshot_sections(sections, "desktop")
             to_phone(page)
@@ -473,8 +493,17 @@ def test_page_fits_a_phone_screen(visits, page_path):
     assert phone["scrollWidth"] <= phone["innerWidth"], (
         f"{page_path} is {phone['scrollWidth']} px wide on a {phone['innerWidth']} px phone screen; "
         "sticking out:\n  " + "\n  ".join(phone["culprits"] or ["(no single element found)"]))
-    assert not phone["unreachable"], (f"{page_path}: boxes that scroll sideways on a phone but have no tab stop "
-                                      "(keyboard users cannot scroll them):\n  " + "\n  ".join(phone["unreachable"]))
+    assert not phone["unreachable"], (f"{page_path}: boxes that scroll sideways on a phone that keyboard users cannot "
+                                      "scroll, or formulas without a name:\n  " + "\n  ".join(phone["unreachable"]))
+
+
+@pytest.mark.parametrize("page_path", PARAMS)
+def test_wide_boxes_scroll_from_the_keyboard_on_a_desktop(visits, page_path):
+    """At 1366 px too, every box that scrolls sideways (the widest formulas of chapters 8, 10 and 12) has a tab stop,
+    and a formula that scrolls has a name."""
+    unreachable = visits(page_path).unreachable
+    assert not unreachable, (f"{page_path}: boxes that scroll sideways on a desktop that keyboard users cannot "
+                             "scroll, or formulas without a name:\n  " + "\n  ".join(unreachable))
 
 
 # Article images whose shown shape is not the image's own: a figure narrowed to the phone's width must
@@ -574,7 +603,8 @@ def test_the_accessibility_and_leak_checks_can_fail(tab, server):
     text = page.evaluate(TEXT_JS, [ARTICLE, SHOWS_MYST_SOURCE])
     assert "Exercise Exercise" in text and "{glue" in text
     add_axe(page, server)
-    rules = {v["rule"] for v in page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT]) if v["inArticle"]}
+    rules = {v["rule"] for v in page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT, FORMULA_RULES])
+             if v["inArticle"]}
     assert {"aria-required-children", "empty-table-header"} <= rules, rules
     alts = [alt_text_problem(i["alt"]) for i in page.evaluate(IMAGES_JS, ARTICLE)]
     assert any(a and "file name" in a for a in alts)
@@ -582,6 +612,41 @@ def test_the_accessibility_and_leak_checks_can_fail(tab, server):
     phone = page.evaluate(OVERFLOW_JS)
     page.set_viewport_size(DESKTOP)
     assert phone["scrollWidth"] > phone["innerWidth"] and any("code" in c for c in phone["culprits"]), phone
+
+
+# A page with display formulas wider than a desktop's column (equations 10.2 and 12.3 among them).
+WIDE_FORMULAS_PAGE = "chapters/10_flash_attention.html"
+
+
+def test_the_keyboard_checks_fail_without_scroll_boxes_js(tab, server):
+    """Guard against a vacuous pass. Served without _static/scroll_boxes.js (an empty script in its place), a page
+    whose formulas scroll fails the check: MathJax gives each formula a tab stop of its own (its menu's "include in
+    tab order", which a reader can switch off), but no name. With those tab stops taken away as well, the check and
+    axe-core's scrollable-region-focusable both report the formulas. With the script, every formula that scrolls
+    has a tab stop and its name, "Equation (10.2), scrolls sideways", and nothing is reported."""
+    page = tab.page
+    page.route("**/_static/scroll_boxes.js*", lambda route: route.fulfill(body="", content_type="text/javascript"))
+    try:
+        page.goto(server + WIDE_FORMULAS_PAGE, wait_until="load")
+        typeset_math(page)
+        unnamed = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
+        page.evaluate("() => document.querySelectorAll('mjx-container').forEach(f => f.removeAttribute('tabindex'))")
+        unreachable = page.evaluate(SCROLL_BOXES_JS, ARTICLE)
+        add_axe(page, server)
+        rules = {v["rule"] for v in page.evaluate(AXE_JS, [ARTICLE, THEME_VIOLATIONS, ANY_IMPACT, FORMULA_RULES])}
+    finally:
+        page.unroute("**/_static/scroll_boxes.js*")
+    assert unnamed and all("mjx-container" in box and "without a name" in box for box in unnamed), unnamed
+    assert unreachable and all("mjx-container" in box and "no tab stop" in box for box in unreachable), unreachable
+    assert "scrollable-region-focusable" in rules, rules
+    page.goto(server + WIDE_FORMULAS_PAGE, wait_until="load")
+    typeset_math(page)
+    names = page.evaluate("() => [...document.querySelectorAll('.bd-article mjx-container[role=group]')]"
+                          ".map(f => [f.getAttribute('tabindex'), f.getAttribute('aria-label')])")
+    assert len(names) >= len(unnamed), names
+    assert all(tabindex == "0" and re.fullmatch(r"Equation( \(\d+\.\d+\))?, scrolls sideways", name)
+               for tabindex, name in names), names
+    assert not page.evaluate(SCROLL_BOXES_JS, ARTICLE)
 
 
 def test_a_request_to_another_host_is_reported(tab, server):

@@ -9,7 +9,11 @@ with it. Tensors are small and the module runs in a few seconds.
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import re
+import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -66,16 +70,32 @@ def test_torch_softmax_is_stable_for_large_scores():
     assert torch.isfinite(big).all() and torch.allclose(big, torch.softmax(torch.tensor([2.0, 1.0, 0.0]), dim=-1))
 
 
-def test_minus_1e9_is_minus_infinity_in_float16():
-    """Chapter 7: in float16, -1e9 does not exist; it rounds to -inf."""
-    assert torch.tensor(-1e9, dtype=torch.float16).item() == -math.inf
+def test_minus_1e9_becomes_minus_infinity_in_float16_and_blocks_like_it():
+    """Chapter 7: in float16, -1e9 does not exist: torch.tensor(-1e9, dtype=torch.float16) rounds it to -inf, so an
+    additive mask made of it gives a row blocked through and through NaN from torch.softmax, as -inf does."""
+    minus_1e9 = torch.tensor(-1e9, dtype=torch.float16)
+    assert minus_1e9.item() == -math.inf
+    scores = torch.tensor([[1.0, 2.0, 0.5], [1.0, 2.0, 0.5]], dtype=torch.float16)
+    may_attend = torch.tensor([[True, True, False], [False, False, False]])
+    weights = torch.softmax(scores + torch.where(may_attend, torch.tensor(0.0, dtype=torch.float16), minus_1e9), dim=-1)
+    assert torch.isnan(weights[1]).all() and not torch.isnan(weights[0]).any()
 
 
-def test_scores_near_minus_1e9_round_together_in_float32():
-    """Chapter 7: in float32, 1 - 1e9, 2 - 1e9 and 0.5 - 1e9 all round to -1e9 (neighbours are 64 apart)."""
-    scores = torch.tensor([1.0, 2.0, 0.5])
-    assert (scores - 1e9 == -1e9).all()
-    assert torch.tensor(-1e9).nextafter(torch.tensor(0.0)).item() + 1e9 == 64
+@pytest.mark.parametrize("function", ["softmax", "sdpa", "nn.MultiheadAttention"])
+def test_minus_1e9_added_gives_a_fully_masked_row_the_uniform_average(function):
+    """Chapter 7: -1e9 gives the uniform row over the blocked keys, whichever function adds it: in float32 the
+    scores of ordinary size plus -1e9 round to the same number. (The chapter's cell asserts the rounding.)"""
+    X = randn(3, 4)
+    allowed = torch.tensor([[True, True, False], [False, False, False], [True, True, True]])
+    minus_1e9 = torch.zeros(3, 3).masked_fill(~allowed, -1e9)
+    with torch.no_grad():
+        if function == "softmax":
+            row = torch.softmax(X @ X.T / 2 + minus_1e9, dim=-1)[1] @ X
+        elif function == "sdpa":
+            row = F.scaled_dot_product_attention(X, X, X, attn_mask=minus_1e9)[1]
+        else:
+            row = identity_mha(4)(X, X, X, attn_mask=minus_1e9)[0][1]
+    assert torch.allclose(row, X.mean(dim=0), atol=1e-6)
 
 
 def test_sdpa_math_backend_scales_queries_and_keys_by_the_square_root_of_the_scale():
@@ -203,10 +223,11 @@ def test_multihead_attention_averages_weights_over_heads_by_default():
     assert torch.allclose(mean, per_head.mean(dim=1), atol=1e-6)
 
 
-def test_need_weights_false_returns_none_and_hands_the_heads_to_sdpa():
-    """Chapters 6 and 7: with need_weights=False the module returns None for the weights and calls
-    scaled_dot_product_attention; with the default True it computes the softmax itself."""
+def test_need_weights_false_returns_none_and_hands_the_heads_to_sdpa_on_the_regular_path():
+    """Chapters 6 and 7: on the regular path (here training mode), with need_weights=False the module returns None
+    for the weights and calls scaled_dot_product_attention; with the default True it computes the softmax itself."""
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    assert mha.training  # a new module trains: the regular path
     x = randn(1, 3, 8)
     with torch.no_grad(), OpNames() as fast:
         _, w = mha(x, x, x, need_weights=False)
@@ -237,21 +258,75 @@ def test_parameters_refuse_in_place_writes_outside_no_grad_and_state_dict_shares
     assert torch.equal(mha.out_proj.weight.detach(), torch.eye(4))
 
 
-def test_multihead_attention_dropout_is_off_in_eval():
-    """Chapter 6: nn.MultiheadAttention(dropout=p) drops weights while training and not after eval()."""
+@pytest.mark.parametrize("path", ["regular", "fast"])
+def test_multihead_attention_dropout_is_off_in_eval_on_both_paths(path):
+    """Chapter 6: nn.MultiheadAttention(dropout=p) drops weights while training and not after eval(), on the
+    regular path (autograd on) as on the fast path (under no_grad, which has no dropout at all)."""
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
     x = randn(1, 6, 8)
-    with torch.no_grad():
+    with torch.no_grad() if path == "fast" else torch.enable_grad():
         mha.train()
         torch.manual_seed(1)
         trained = [mha(x, x, x)[0] for _ in range(2)]
         mha.eval()
+        ran = ah.torch_compat.aten_operators(mha, x, x, x)
         evaluated = [mha(x, x, x)[0] for _ in range(2)]
         mha.dropout = 0.0
         exact = mha(x, x, x)[0]
+    assert ("_native_multi_head_attention" in ran) == (path == "fast")
     assert not torch.allclose(trained[0], trained[1])
     assert torch.equal(evaluated[0], evaluated[1]) and torch.allclose(evaluated[0], exact, atol=1e-6)
+
+
+def test_fast_path_runs_one_fused_operator_whatever_need_weights_says():
+    """Chapter 6: in eval() mode under no_grad, the default module (biases, an even head count, batch_first) runs
+    self-attention as one operator, torch._native_multi_head_attention, with need_weights True or False; it returns
+    the weights (averaged over the heads) only when asked, and computes what the regular path computes."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = randn(2, 5, 8)
+    with torch.no_grad():
+        regular = mha(x, x, x)
+        mha.eval()
+        for need_weights in (True, False):
+            assert ah.torch_compat.aten_operators(mha, x, x, x, need_weights=need_weights) == [
+                "_native_multi_head_attention"]
+        out, w = mha(x, x, x)
+        out_no_weights, none = mha(x, x, x, need_weights=False)
+    assert none is None and w.shape == (2, 5, 5)
+    assert torch.allclose(w, regular[1], atol=1e-6) and torch.allclose(out, regular[0], atol=1e-6)
+    assert torch.allclose(out_no_weights, out, atol=1e-6)
+
+
+def _regular_path_cases():
+    x = randn(2, 5, 8)
+    default = dict(embed_dim=8, num_heads=2, batch_first=True)
+    return {  # what leaves the fast path: (module options, call, autograd on)
+        "training mode": ({**default}, "train", lambda m: m(x, x, x), False),
+        "autograd on": ({**default}, "eval", lambda m: m(x, x, x), True),
+        "keys from another tensor": ({**default}, "eval", lambda m: m(x, x.clone(), x.clone()), False),
+        "an odd head count": ({**default, "num_heads": 1}, "eval", lambda m: m(x, x, x), False),
+        "bias=False": ({**default, "bias": False}, "eval", lambda m: m(x, x, x), False),
+        "batch_first=False": ({**default, "batch_first": False}, "eval", lambda m: m(x, x, x), False),
+        "an unbatched input": ({**default}, "eval", lambda m: m(x[0], x[0], x[0]), False),
+        "add_zero_attn": ({**default, "add_zero_attn": True}, "eval", lambda m: m(x, x, x), False),
+        "add_bias_kv": ({**default, "add_bias_kv": True}, "eval", lambda m: m(x, x, x), False),
+        "a float mask": ({**default}, "eval", lambda m: m(x, x, x, attn_mask=torch.zeros(5, 5)), False),
+    }
+
+
+@pytest.mark.parametrize("case", list(_regular_path_cases()))
+def test_what_sends_multihead_attention_back_to_its_regular_path(case):
+    """Chapter 6: the fast path needs eval() mode, autograd off, self-attention (one tensor as query, key and value),
+    an even head count, biases, batch_first=True and a batched input, neither add_zero_attn nor add_bias_kv, and no
+    float mask; without any one of them the module runs its regular path."""
+    options, mode, call, grad = _regular_path_cases()[case]
+    torch.manual_seed(0)
+    mha = getattr(nn.MultiheadAttention(**options), mode)()
+    with torch.enable_grad() if grad else torch.no_grad():
+        ran = ah.torch_compat.aten_operators(call, mha)
+    assert "_native_multi_head_attention" not in ran and "_softmax" in ran  # the regular path's own softmax
 
 
 def test_multihead_attention_bool_masks_mean_blocked():
@@ -272,9 +347,9 @@ def test_multihead_attention_bool_masks_mean_blocked():
     assert torch.isnan(wrong[-1]).all() and not torch.isnan(wrong[:-1]).any()
 
 
-def test_multihead_attention_fully_masked_row_is_nan_with_weights_and_zero_without():
-    """Chapter 7: a query whose keys are all blocked gets NaN weights and output with need_weights=True, and a zero
-    output with need_weights=False (torch 2.13, CPU)."""
+def test_multihead_attention_fully_masked_row_is_nan_with_weights_and_zero_without_on_the_regular_path():
+    """Chapter 7: on the regular path (training mode, one head), a query whose keys are all blocked gets NaN weights
+    and output with need_weights=True, and a zero output with need_weights=False (torch 2.13, CPU)."""
     mha = identity_mha(4)
     X = randn(3, 4)
     blocked = torch.tensor([[False, False, True], [True, True, True], [False, False, False]])
@@ -283,6 +358,28 @@ def test_multihead_attention_fully_masked_row_is_nan_with_weights_and_zero_witho
         fast, _ = mha(X, X, X, attn_mask=blocked, need_weights=False)
     assert torch.isnan(w[1]).all() and torch.isnan(out[1]).all() and not torch.isnan(out[[0, 2]]).any()
     assert (fast[1] == 0).all()
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_attention_fast_path_gives_nan_to_a_fully_masked_row_and_an_all_padding_sequence(need_weights):
+    """Chapter 7: on the fast path (eval(), no_grad, biases, two heads, batch_first), a query whose keys are all
+    blocked gets NaN whatever need_weights says, the other queries do not, and a sequence whose key_padding_mask marks
+    every key is NaN throughout; the same module on its regular path gives zeros with need_weights=False."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2, batch_first=True).eval()
+    X = randn(1, 3, 4)
+    blocked = torch.tensor([[False, False, True], [True, True, True], [False, False, False]])
+    X_two = randn(2, 3, 4, seed=1)
+    all_padding = torch.tensor([[False, False, True], [True, True, True]])
+    with torch.no_grad():
+        assert "_native_multi_head_attention" in ah.torch_compat.aten_operators(mha, X, X, X, attn_mask=blocked)
+        out, _ = mha(X, X, X, attn_mask=blocked, need_weights=need_weights)
+        padded, _ = mha(X_two, X_two, X_two, key_padding_mask=all_padding, need_weights=need_weights)
+        mha.train()
+        regular, _ = mha(X_two, X_two, X_two, key_padding_mask=all_padding, need_weights=False)
+    assert torch.isnan(out[0, 1]).all() and not torch.isnan(out[0, [0, 2]]).any()
+    assert torch.isnan(padded[1]).all() and not torch.isnan(padded[0]).any()
+    assert (regular[1] == 0).all()
 
 
 def test_add_zero_attn_is_softmax_plus_one():
@@ -355,8 +452,40 @@ def test_sdpa_dropout_applies_on_every_call_whatever_the_mode():
     assert not torch.allclose(first, F.scaled_dot_product_attention(q, k, v), atol=1e-3)
 
 
+def test_sdpa_signature_is_the_one_chapter_6_prints():
+    """Chapter 6: scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+    scale=None, enable_gqa=False), as torch documents it and as the chapter's listing prints it; the defaults are
+    what a call without them does."""
+    documented = " ".join(F.scaled_dot_product_attention.__doc__.split("->")[0].split())
+    expected = ("scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, "
+                "scale=None, enable_gqa=False)")
+    assert documented == expected
+    chapter = Path(__file__).resolve().parent.parent / "chapters" / "06_pytorch_attention.ipynb"
+    text = "".join("".join(cell["source"]) for cell in json.loads(chapter.read_text())["cells"])
+    listing = re.search(r"F\.(scaled_dot_product_attention\([^)]*\))\n```", text)  # the listing in a code block
+    assert listing, "chapter 6 no longer lists F.scaled_dot_product_attention's signature"
+    printed = " ".join(listing.group(1).split())
+    assert printed == expected
+    q, k, v = randn(1, 2, 4, 8), randn(1, 2, 4, 8, seed=1), randn(1, 2, 4, 8, seed=2)
+    spelled_out = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                                 enable_gqa=False)
+    assert torch.equal(spelled_out, F.scaled_dot_product_attention(q, k, v))
+
+
+def test_sdpa_dropout_scales_the_kept_weights_by_one_over_one_minus_p():
+    """Chapter 6: dropout_p=p sets a random share of the weights to zero and scales the rest by 1/(1 - p)."""
+    q, k = randn(1, 1, 6, 8), randn(1, 1, 6, 8, seed=1)
+    v = torch.eye(6)[None, None]  # one-hot values: the output is the weights themselves
+    weights = F.scaled_dot_product_attention(q, k, v)
+    torch.manual_seed(3)
+    dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.25)
+    kept = dropped != 0
+    assert kept.any() and not kept.all()
+    assert torch.allclose(dropped[kept], weights[kept] / (1 - 0.25), atol=1e-6)
+
+
 def test_sdpa_backends_on_the_cpu():
-    """Chapter 6: on CPU tensors MATH and FLASH_ATTENTION run (and agree with the book); EFFICIENT_ATTENTION and
+    """Chapters 6 and 10: on CPU tensors MATH and FLASH_ATTENTION run (and agree with the book); EFFICIENT_ATTENTION and
     CUDNN_ATTENTION have no CPU implementation."""
     q, k, v = randn(1, 2, 16, 8), randn(1, 2, 16, 8, seed=1), randn(1, 2, 16, 8, seed=2)
     reference = ah.attention(q, k, v)[0]
@@ -369,7 +498,8 @@ def test_sdpa_backends_on_the_cpu():
 
 
 def test_sdpa_default_on_the_cpu_is_the_fused_flash_kernel():
-    """Chapter 6: on the CPU the default call runs the fused flash kernel, so its memory is that of its output."""
+    """Chapters 6 and 10: on the CPU the default call runs the fused flash kernel, one operator, so its memory is
+    that of its output."""
     q, k, v = randn(1, 1, 256, 16), randn(1, 1, 256, 16, seed=1), randn(1, 1, 256, 16, seed=2)
     with OpNames() as ops:
         F.scaled_dot_product_attention(q, k, v)
@@ -391,6 +521,48 @@ def test_sdpa_fully_masked_row_is_zero_on_the_cpu(backend, kind):
     with sdpa_kernel(getattr(SDPBackend, backend)):
         out = F.scaled_dot_product_attention(X, X, X, attn_mask=mask)
     assert (out[0, 0, 1] == 0).all() and not torch.isnan(out).any()
+
+
+def test_sdpa_restricted_to_flash_raises_when_the_cpu_flash_kernel_cannot_run():
+    """Chapter 10: restricted to FLASH_ATTENTION, SDPA raises rather than fall back to another backend when the CPU
+    flash kernel cannot run (dropout, or a 3-D input), so a result under the restriction is the flash kernel's."""
+    q = randn(1, 2, 8, 16)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # PyTorch warns why, before it raises
+        with pytest.raises(RuntimeError, match="No available kernel"):
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+        with pytest.raises(RuntimeError, match="No available kernel"):
+            F.scaled_dot_product_attention(q[0], q[0], q[0])
+
+
+def test_sdpa_flash_on_the_cpu_runs_its_forward_and_backward_operators_under_a_causal_mask():
+    """Chapter 10: with a causal mask and gradients, the CPU flash backend runs
+    _scaled_dot_product_flash_attention_for_cpu forwards and its _backward twin backwards, and its output and
+    gradients are the math backend's."""
+    q, k, v = (randn(1, 2, 64, 16, seed=s).requires_grad_() for s in range(3))
+    dO = randn(1, 2, 64, 16, seed=3)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION), OpNames() as ops:
+        flash = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        flash_grads = torch.autograd.grad(flash, (q, k, v), dO)
+    assert {name for name in ops.names() if "flash" in name} == {
+        "aten._scaled_dot_product_flash_attention_for_cpu.default",
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default"}
+    with sdpa_kernel(SDPBackend.MATH):
+        reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        reference_grads = torch.autograd.grad(reference, (q, k, v), dO)
+    assert torch.allclose(flash, reference, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(flash_grads, reference_grads, strict=True))
+
+
+def test_sdpa_flash_cpu_operator_returns_the_output_and_each_querys_logsumexp():
+    """Chapter 10: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu returns two tensors, the output
+    (b, h, t, d) and the log-sum-exp of each query's scaled (and masked) scores (b, h, t)."""
+    q, k, v = randn(1, 2, 32, 16), randn(1, 2, 32, 16, seed=1), randn(1, 2, 32, 16, seed=2)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True)
+    assert out.shape == (1, 2, 32, 16) and lse.shape == (1, 2, 32)
+    scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~ah.causal_mask(32), -math.inf)
+    assert torch.allclose(lse, torch.logsumexp(scores, dim=-1), atol=1e-5)
+    assert torch.allclose(out, ah.attention(q, k, v, mask=ah.causal_mask(32))[0], atol=1e-5)
 
 
 def test_sdpa_enable_gqa_pairs_query_head_i_with_key_head_i_over_h_by_g():

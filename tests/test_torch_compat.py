@@ -139,3 +139,21 @@ def test_reads_only_public_attributes_of_torch_modules():
 
     private = re.findall(r"\bmha\._\w+", inspect.getsource(torch_compat))
     assert private == [], f"torch_compat reads private attributes of nn.MultiheadAttention: {private}"
+
+
+def test_aten_operators_lists_what_runs_below_autograd_and_keeps_the_modules_fast_path():
+    q = torch.randn(1, 1, 4, 8)
+    assert ah.torch_compat.aten_operators(torch.nn.functional.scaled_dot_product_attention, q, q, q) == [
+        "_scaled_dot_product_flash_attention_for_cpu"]
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(1, 3, 8)
+    with torch.no_grad():
+        assert ah.torch_compat.aten_operators(mha, x, x, x, need_weights=False) == ["_native_multi_head_attention"]
+        mha.train()
+        regular = ah.torch_compat.aten_operators(mha, x, x, x, need_weights=False)
+    assert "_native_multi_head_attention" not in regular and "addmm" in regular
+
+
+def test_aten_operators_refuses_what_it_cannot_call():
+    with pytest.raises(TypeError, match="function or module to call"):
+        ah.torch_compat.aten_operators(torch.randn(3))
