@@ -1,5 +1,7 @@
 """Chapter 12's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
 
+from fractions import Fraction
+
 import pytest
 import torch
 
@@ -354,3 +356,80 @@ SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
 def test_verify_mask_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.verify_mask_function(wrong)
+
+
+# ex-ch12-sampling: speculative sampling's rule, checked by exact enumeration
+
+F = Fraction
+
+
+def excess(p, q):
+    return [max(F(0), a - b) for a, b in zip(p, q)]
+
+
+def norm(values):
+    return [v / sum(values) for v in values]
+
+
+def reference_rule(p, q, x):
+    return min(F(1), p[x] / q[x]), norm(excess(p, q))
+
+
+def rule_by_cases(p, q, x):  # right, written another way: keep outright where p >= q
+    keep = F(1) if p[x] >= q[x] else p[x] / q[x]
+    left = [p[y] - q[y] if p[y] > q[y] else 0 for y in range(len(p))]
+    return keep, [v / sum(left) for v in left]
+
+
+def test_sampling_rule_accepts_reference(capsys):
+    check.sampling_rule_function(reference_rule)
+    assert "✓ speculative_rule: correct" in capsys.readouterr().out
+
+
+def test_sampling_rule_accepts_another_right_answer(capsys):
+    check.sampling_rule_function(rule_by_cases)
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), list(p)), "draw from p itself"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), list(q)), "draw from the draft's q"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), norm(excess(q, p))), "the wrong way round"),
+    (lambda p, q, x: (min(F(1), q[x] / p[x]), norm(excess(p, q))), "upside down"),
+    (lambda p, q, x: (p[x], norm(excess(p, q))), "ignores how often the draft proposes it"),
+    (lambda p, q, x: (F(int(p[x] >= q[x])), norm(excess(p, q))), "between 0 and 1"),
+    (lambda p, q, x: (p[x] / q[x], norm(excess(p, q))), "above 1"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), excess(p, q)), "divided by its own total"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), [a - b for a, b in zip(p, q)]), "negative entry"),
+    (lambda p, q, x: (F(1), list(p)), "keeps every draft token"),
+    (lambda p, q, x: (min(1.0, float(p[x] / q[x])), norm(excess(p, q))), "not an exact fraction"),
+    (lambda p, q, x: min(F(1), p[x] / q[x]), "return two things"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), norm(excess(p, q))[:3]), "list of 4 probabilities"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]) / 2, norm(excess(p, q))), "total-variation distance"),
+    (lambda p, q, x: ah.speculative.sampling_rule(p, q, x), "ah.speculative.sampling_rule"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), norm(excess(p, q)) if len(p) == 4 else list(p)),
+     "right on the exercise's inputs. Hint: a rejected draft"),
+])
+def test_sampling_rule_rejects_mistakes(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.sampling_rule_function(wrong)
+
+
+def test_no_hint_of_chapter_12_quotes_its_solution():
+    """A hint names the mistake and the idea, never a line or an expression of the solution (issue 40)."""
+    import inspect
+    import re
+
+    from attn_helpers.checks import _ch12_sampling, ch12
+    source = inspect.getsource(ch12) + inspect.getsource(_ch12_sampling)
+    hints = " ".join(re.findall(r'"([^"]*)"', source))
+    solutions = ["S = decay * S + torch.outer(fk[i], v[i])", "z = decay * z + fk[i]", "fq[i] @ S / (fq[i] @ z)",
+                 "tree[i] |= tree[p]", "min(F(1), p[x] / q[x])", "max(F(0), a - b)",
+                 "check.N_LAYERS * (check.D_C + check.D_ROPE) * 2"]
+    for line in solutions:
+        tokens = re.findall(r"\w+|[^\w\s]", line)
+        for n in range(len(tokens) - 4):
+            piece = tokens[n:n + 5]
+            assert not re.search(r"\s*".join(map(re.escape, piece)), hints), f"a hint quotes {' '.join(piece)!r}"
+    for symbols in ("z = decay · z + φ(k_i)", "φ(q_i)ᵀ S / φ(q_i)ᵀ z", "γ z"):
+        assert symbols not in hints

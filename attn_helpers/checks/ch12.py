@@ -13,6 +13,7 @@ import torch
 from .. import linear_attention as la
 from .._torch_private import dispatch_mode_base, tensors_in
 from ..speculative import tree_mask
+from ._ch12_sampling import P, Q, sampling_rule_function
 from . import (
     CheckFailed,
     Watch,
@@ -27,7 +28,7 @@ from . import (
 
 __all__ = [
     "D_C", "D_K", "D_ROPE", "DTYPE", "H", "N_LAYERS", "PARENTS", "N_CACHED", "mla_bytes", "recurrent_function",
-    "recurrent_inputs", "verify_mask_function",
+    "recurrent_inputs", "verify_mask_function", "P", "Q", "sampling_rule_function",
 ]
 
 # Exercise ex-ch12-predict: the MLA model whose cache the learner sizes.
