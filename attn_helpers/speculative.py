@@ -26,7 +26,7 @@ from .inference import KVCache, TinyDecoder
 __all__ = ["tree_mask", "rollback", "draft_model", "SpeculativeRun", "speculative_generate", "sampling_rule",
            "emitted_distribution", "expected_tokens"]
 
-Rule = Callable[[Sequence[Fraction], Sequence[Fraction], int], tuple[Fraction, Sequence[Fraction]]]
+_Rule = Callable[[Sequence[Fraction], Sequence[Fraction], int], tuple[Fraction, Sequence[Fraction]]]
 
 
 def tree_mask(parents: Sequence[int]) -> torch.Tensor:
@@ -136,7 +136,7 @@ def sampling_rule(p: Sequence[Fraction], q: Sequence[Fraction], x: int) -> tuple
     return accept, [e / total for e in excess] if total else list(p)  # p = q: never rejected
 
 
-def emitted_distribution(p: Sequence, q: Sequence, rule: Rule = sampling_rule) -> list[Fraction]:
+def emitted_distribution(p: Sequence, q: Sequence, rule: _Rule = sampling_rule) -> list[Fraction]:
     """The exact distribution of the token one speculative step emits: ``x ~ q``, then ``rule`` (chapter 12).
 
     Enumerates every draft token ``x``: it is kept with probability ``accept``, else replaced by a draw from
@@ -156,7 +156,7 @@ def emitted_distribution(p: Sequence, q: Sequence, rule: Rule = sampling_rule) -
     return out
 
 
-def expected_tokens(p: Sequence, q: Sequence, k: int, rule: Rule = sampling_rule) -> Fraction:
+def expected_tokens(p: Sequence, q: Sequence, k: int, rule: _Rule = sampling_rule) -> Fraction:
     """Expected tokens one round emits with ``k`` drafts, each ``x ~ q`` judged by ``rule`` (chapter 12).
 
     The accepted drafts, then one token from the target: the replacement of the first rejected draft, or its

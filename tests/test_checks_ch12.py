@@ -364,7 +364,7 @@ F = Fraction
 
 
 def excess(p, q):
-    return [max(F(0), a - b) for a, b in zip(p, q)]
+    return [max(F(0), a - b) for a, b in zip(p, q, strict=True)]
 
 
 def norm(values):
@@ -400,7 +400,7 @@ def test_sampling_rule_accepts_another_right_answer(capsys):
     (lambda p, q, x: (F(int(p[x] >= q[x])), norm(excess(p, q))), "between 0 and 1"),
     (lambda p, q, x: (p[x] / q[x], norm(excess(p, q))), "above 1"),
     (lambda p, q, x: (min(F(1), p[x] / q[x]), excess(p, q)), "divided by its own total"),
-    (lambda p, q, x: (min(F(1), p[x] / q[x]), [a - b for a, b in zip(p, q)]), "negative entry"),
+    (lambda p, q, x: (min(F(1), p[x] / q[x]), [a - b for a, b in zip(p, q, strict=True)]), "negative entry"),
     (lambda p, q, x: (F(1), list(p)), "keeps every draft token"),
     (lambda p, q, x: (min(1.0, float(p[x] / q[x])), norm(excess(p, q))), "not an exact fraction"),
     (lambda p, q, x: min(F(1), p[x] / q[x]), "return two things"),

@@ -88,7 +88,7 @@ def test_resampling_from_p_is_not_the_target():
 
 @pytest.mark.parametrize("k", [0, 1, 4])
 def test_expected_tokens_is_the_papers_formula(k):
-    alpha = sum(min(a, b) for a, b in zip(P3, Q3))
+    alpha = sum(min(a, b) for a, b in zip(P3, Q3, strict=True))
     assert ah.speculative.expected_tokens(P3, Q3, k) == (1 - alpha ** (k + 1)) / (1 - alpha)
 
 

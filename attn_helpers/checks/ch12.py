@@ -13,10 +13,10 @@ import torch
 from .. import linear_attention as la
 from .._torch_private import dispatch_mode_base, tensors_in
 from ..speculative import tree_mask
-from ._ch12_sampling import P, Q, sampling_rule_function
 from . import (
     CheckFailed,
     Watch,
+    _ch12_sampling,
     call,
     check_tensor,
     check_value,
@@ -30,6 +30,9 @@ __all__ = [
     "D_C", "D_K", "D_ROPE", "DTYPE", "H", "N_LAYERS", "PARENTS", "N_CACHED", "mla_bytes", "recurrent_function",
     "recurrent_inputs", "verify_mask_function", "P", "Q", "sampling_rule_function",
 ]
+
+# Exercise ex-ch12-sampling (hard), checked in _ch12_sampling: the target's p and the draft's q, and the check.
+P, Q, sampling_rule_function = _ch12_sampling.P, _ch12_sampling.Q, _ch12_sampling.sampling_rule_function
 
 # Exercise ex-ch12-predict: the MLA model whose cache the learner sizes.
 N_LAYERS, H, D_K, D_C, D_ROPE = 4, 8, 32, 64, 16

@@ -8,6 +8,7 @@ compares. A head is trained once per seed and kernel set, and shared by the clai
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 from margins import Claim
@@ -31,7 +32,7 @@ def _trained(name: str, n: int, seed: int) -> tuple[torch.nn.Module, float]:
     return head, result.accuracy
 
 
-def _accuracy(name: str, n: int) -> callable:
+def _accuracy(name: str, n: int) -> Callable[[int], float]:
     return lambda seed: _trained(name, n, seed)[1]
 
 
@@ -44,7 +45,7 @@ def _share_margin(seed: int) -> float:
         for name in ("softmax, d_k = 8", "linear, d_k = 32", "linear, d_k = 16", "linear, d_k = 8"):
             _, weights = _trained(name, 16, seed)[0](x)
             share.append(weights[:, -1, :-1][asked].mean().item())
-    return min(a - b for a, b in zip(share, share[1:]))
+    return min(a - b for a, b in zip(share, share[1:], strict=False))
 
 
 CLAIMS = [
