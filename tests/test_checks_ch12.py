@@ -433,3 +433,20 @@ def test_no_hint_of_chapter_12_quotes_its_solution():
             assert not re.search(r"\s*".join(map(re.escape, piece)), hints), f"a hint quotes {' '.join(piece)!r}"
     for symbols in ("z = decay · z + φ(k_i)", "φ(q_i)ᵀ S / φ(q_i)ᵀ z", "γ z"):
         assert symbols not in hints
+
+
+def test_the_prediction_is_not_shown_before_it_is_made():
+    """Exercise 12.1 asks for a prediction: no output or glued number of the chapter, outside the folded
+    solution, shows its answer (issue 39)."""
+    import json
+    from pathlib import Path
+
+    answer = str(check.N_LAYERS * (check.D_C + check.D_ROPE) * 2)
+    chapter = Path(__file__).parent.parent / "chapters" / "12_cost_of_the_cache.ipynb"
+    for cell in json.loads(chapter.read_text())["cells"]:
+        if cell["cell_type"] != "code" or "solution" in cell["metadata"].get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            parts = [output.get("text", "")] + [output.get("data", {}).get(kind, "") for kind in ("text/plain", "text/html")]
+            shown = " ".join("".join(part) if isinstance(part, list) else part for part in parts)
+            assert f" {answer} " not in f" {shown} ".replace("\n", " ").replace("<", " ").replace(">", " ")
