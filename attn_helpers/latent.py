@@ -81,6 +81,7 @@ class LatentAttention(nn.Module):
                 ) -> tuple[torch.Tensor, LatentCache]:
         """``(out (b, t_new, d_model), cache)`` for new tokens ``x`` ``(b, t_new, d_model)`` after ``cache``."""
         validate.head_inputs(self, x, None)
+        absorb = validate.flag(absorb, "absorb")
         if x.dim() != 3:
             raise ValueError(f"x must have shape (b, t_new, d_model), got {tuple(x.shape)}: add a batch with x[None].")
         b, t_new, _ = x.shape

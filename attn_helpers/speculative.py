@@ -5,13 +5,17 @@ its KV cache (the bottom-right causal mask of chapter 9) and keeps the longest p
 plus its own next token. With greedy decoding the result is exactly the target's own output.
 :func:`tree_mask` lets one pass check a tree of guesses; :func:`rollback` drops the cached keys and
 values of rejected tokens. The models are chapter 9's :class:`~attn_helpers.inference.TinyDecoder`.
+With sampling, :func:`sampling_rule` keeps a draft token with probability ``min(1, p/q)`` and otherwise draws
+from ``max(0, p - q)`` normalised; :func:`emitted_distribution` and :func:`expected_tokens` enumerate what
+it emits, exactly, in fractions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import torch
 from torch import nn
@@ -19,7 +23,10 @@ from torch import nn
 from . import validate
 from .inference import KVCache, TinyDecoder
 
-__all__ = ["tree_mask", "rollback", "draft_model", "SpeculativeRun", "speculative_generate"]
+__all__ = ["tree_mask", "rollback", "draft_model", "SpeculativeRun", "speculative_generate", "sampling_rule",
+           "emitted_distribution", "expected_tokens"]
+
+_Rule = Callable[[Sequence[Fraction], Sequence[Fraction], int], tuple[Fraction, Sequence[Fraction]]]
 
 
 def tree_mask(parents: Sequence[int]) -> torch.Tensor:
@@ -114,3 +121,51 @@ def speculative_generate(target: TinyDecoder, draft: TinyDecoder, prompt: torch.
         d_caches = rollback(d_caches, d_seen)
     run.tokens = run.tokens[:, :prompt.shape[1] + n_new]
     return run
+
+
+def sampling_rule(p: Sequence[Fraction], q: Sequence[Fraction], x: int) -> tuple[Fraction, list[Fraction]]:
+    """Speculative sampling's verdict on a draft token ``x`` drawn from ``q`` (chapter 12).
+
+    ``p``, ``q``: the target's and the draft's next-token probabilities (exact fractions, one per token).
+    Returns ``(accept, resample)``: keep ``x`` with probability ``min(1, p[x] / q[x])``; otherwise draw the
+    token from ``resample = max(0, p - q)`` normalised.
+    """
+    accept = min(Fraction(1), p[x] / q[x])
+    excess = [max(Fraction(0), a - b) for a, b in zip(p, q, strict=True)]  # where the target wants more than q gives
+    total = sum(excess)
+    return accept, [e / total for e in excess] if total else list(p)  # p = q: never rejected
+
+
+def emitted_distribution(p: Sequence, q: Sequence, rule: _Rule = sampling_rule) -> list[Fraction]:
+    """The exact distribution of the token one speculative step emits: ``x ~ q``, then ``rule`` (chapter 12).
+
+    Enumerates every draft token ``x``: it is kept with probability ``accept``, else replaced by a draw from
+    ``resample``. With :func:`sampling_rule` the result is ``p`` itself.
+    """
+    p, q = validate.probabilities(p, "p"), validate.probabilities(q, "q")
+    if len(p) != len(q):
+        raise ValueError(f"p and q must cover the same vocabulary, got {len(p)} and {len(q)} probabilities.")
+    out = [Fraction(0)] * len(p)
+    for x, qx in enumerate(q):
+        if qx == 0:
+            continue  # the draft never proposes x
+        accept, resample = rule(p, q, x)
+        out[x] += qx * accept  # proposed and kept
+        for y, r in enumerate(resample):
+            out[y] += qx * (1 - accept) * r  # proposed, rejected, replaced by y
+    return out
+
+
+def expected_tokens(p: Sequence, q: Sequence, k: int, rule: _Rule = sampling_rule) -> Fraction:
+    """Expected tokens one round emits with ``k`` drafts, each ``x ~ q`` judged by ``rule`` (chapter 12).
+
+    The accepted drafts, then one token from the target: the replacement of the first rejected draft, or its
+    own next token after all ``k``. Enumerated exactly, for a draft and a target whose ``p``, ``q`` do not
+    depend on the context.
+    """
+    p, q, k = validate.probabilities(p, "p"), validate.probabilities(q, "q"), validate.integer(k, "k", minimum=0)
+    kept = sum((qx * rule(p, q, x)[0] for x, qx in enumerate(q) if qx), Fraction(0))  # P(a draft is accepted)
+    tokens = Fraction(1)  # k = 0: the target's own token
+    for _ in range(k):
+        tokens = 1 + kept * tokens  # the first draft, kept (then as with one draft fewer) or replaced
+    return tokens

@@ -88,3 +88,30 @@ def test_absorbed_never_builds_per_head_keys(layer, absorb, per_token):
             layer(x[:, :1], cache, absorb=absorb)
     sizes = [shape for op in watch.ops for shape in op.outputs if 10 in shape]
     assert max(torch.Size(s).numel() // 10 for s in sizes) == per_token  # d_c + d_rope, or h (d_k + d_rope)
+
+
+def test_absorb_must_be_a_bool(layer):
+    with pytest.raises(TypeError, match="absorb must be True or False"):
+        layer(x_of(), absorb="no")
+
+
+def test_the_fixture_catches_a_missing_score_scale(layer):
+    """d_c != d_k here, so absorbed = naive fails if the absorbed path forgets to rescale its scores."""
+    assert layer.d_c != layer.d_k
+
+
+def test_chapter_12_quotes_the_absorbed_path_exactly():
+    """The listing in chapter 12's prose is LatentAttention.forward's own code, line for line."""
+    import inspect
+    import json
+    import re
+    from pathlib import Path
+
+    chapter = Path(__file__).parent.parent / "chapters" / "12_cost_of_the_cache.ipynb"
+    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
+    listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
+    assert listings, "chapter 12 quotes the absorbed path in a ```python block"
+    code = {line.strip() for line in inspect.getsource(LatentAttention.forward).splitlines()}
+    quoted = [line.strip() for listing in listings for line in listing.splitlines() if line.strip()]
+    assert "scale * math.sqrt(d_c + d_r)" in " ".join(quoted), "the listing shows the score-scale correction"
+    assert [line for line in quoted if line not in code] == []

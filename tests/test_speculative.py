@@ -1,5 +1,7 @@
 """Tests for chapter 12's speculative verification: tree masks, cache rollback, and exact greedy output."""
 
+from fractions import Fraction as F
+
 import pytest
 import torch
 
@@ -67,3 +69,36 @@ def test_speculative_bad_input(target):
     other = ah.inference.TinyDecoder(vocab=target.vocab + 4, d_model=32, num_heads=4, n_layers=1).double()
     with pytest.raises(ValueError, match="vocabulary"):
         speculative_generate(target, other, torch.zeros(1, 4, dtype=torch.long), 5, 2)
+
+
+P3, Q3 = [F(1, 2), F(1, 3), F(1, 6)], [F(1, 6), F(1, 2), F(1, 3)]
+
+
+def test_sampling_rule_emits_the_targets_distribution_exactly():
+    assert ah.speculative.emitted_distribution(P3, Q3) == P3
+    assert ah.speculative.emitted_distribution(P3, P3) == P3  # p = q: nothing is ever rejected
+    accept, resample = ah.speculative.sampling_rule(P3, Q3, 1)
+    assert accept == F(2, 3) and resample == [1, 0, 0]
+
+
+def test_resampling_from_p_is_not_the_target():
+    emitted = ah.speculative.emitted_distribution(P3, Q3, lambda p, q, x: (min(F(1), p[x] / q[x]), list(p)))
+    assert emitted != P3 and sum(emitted) == 1
+
+
+@pytest.mark.parametrize("k", [0, 1, 4])
+def test_expected_tokens_is_the_papers_formula(k):
+    alpha = sum(min(a, b) for a, b in zip(P3, Q3, strict=True))
+    assert ah.speculative.expected_tokens(P3, Q3, k) == (1 - alpha ** (k + 1)) / (1 - alpha)
+
+
+@pytest.mark.parametrize("p, match", [([F(1, 2), F(1, 3)], "sum to exactly 1"), ([0.1, 0.2, 0.7], "Fraction"),
+                                      ([F(3, 2), F(-1, 2)], "at least 0"), ([], "non-empty"), ("ab", "non-empty")])
+def test_sampling_bad_input(p, match):
+    with pytest.raises(ValueError, match=match):
+        ah.speculative.emitted_distribution(p, Q3)
+
+
+def test_sampling_vocabularies_must_match():
+    with pytest.raises(ValueError, match="same vocabulary"):
+        ah.speculative.emitted_distribution([F(1, 2), F(1, 2)], Q3)

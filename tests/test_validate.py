@@ -196,3 +196,13 @@ def test_chapter_11_checks_accept_good_input_and_name_the_fix():
         validate.token_ids(torch.tensor([[-1, 2]]), 5)
     with pytest.raises(ValueError, match="torch.long"):
         validate.token_ids(torch.tensor([[0.0, 2.0]]), 5)
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None, torch.tensor(True)])
+def test_flag_needs_a_bool(value):
+    with pytest.raises(TypeError, match="must be True or False"):
+        validate.flag(value, "absorb")
+
+
+def test_flag_passes_a_bool():
+    assert validate.flag(False, "absorb") is False and validate.flag(True, "absorb") is True

@@ -15,10 +15,12 @@ from ._modules import head_inputs, multi_head_inputs, rope_inputs, token_ids
 from ._numbers import (
     decay_rate,
     even_int,
+    flag,
     integer,
     lengths_list,
     positive_int,
     positive_number,
+    probabilities,
     scale_factor,
     sizes_list,
     whole_number,
@@ -52,4 +54,6 @@ __all__ = [
     "scale_factor",
     "rope_inputs",
     "token_ids",
+    "flag",
+    "probabilities",
 ]

@@ -172,3 +172,35 @@ def decay_rate(value: object, name: str = "decay") -> float:
         raise ValueError(f"{name} must lie in (0, 1], got {number!r}: each step multiplies the state by it, "
                          f"so 1 keeps everything and 0.9 forgets a tenth a token.")
     return number
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` after checking it is a bool, ``True`` or ``False`` (chapter 12's ``absorb``).
+
+    Rejects strings, numbers and tensors: ``"no"`` is truthy in Python, so a setting that must be a bool says so.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__}): pass a bool, "
+                        f"e.g. {name}=False.")
+    return value
+
+
+def probabilities(values: object, name: str) -> list:
+    """``values`` as a list of exact ``Fraction`` probabilities that sum to exactly 1 (chapter 12).
+
+    Takes ints and ``fractions.Fraction`` (and floats, converted exactly); rejects negative entries, an empty list
+    and a sum other than 1, which floats such as 0.1 rarely reach exactly: use ``Fraction(1, 10)``.
+    """
+    from fractions import Fraction
+
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got {values!r}.")
+    exact = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"{name}[{i}] must be a probability, a number of at least 0, got {v!r}.")
+        exact.append(Fraction(v))
+    if sum(exact) != 1:
+        raise ValueError(f"{name} must sum to exactly 1, got {float(sum(exact))!r}: write the probabilities as "
+                         f"fractions.Fraction (Fraction(1, 3), not 0.333).")
+    return exact
