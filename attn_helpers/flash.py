@@ -25,6 +25,7 @@ from .traffic import Traffic
 
 __all__ = [
     "Tile", "tiles", "tile_counts", "flash_forward", "flash_backward", "FlashAttention", "flash_attention",
+    "plot_tiles",
 ]
 
 
@@ -233,3 +234,33 @@ def flash_attention(
     Takes what :func:`flash_forward` takes; gradients come from :func:`flash_backward`.
     """
     return FlashAttention.apply(q, k, v, mask, causal, block_q, block_k, scale)
+
+
+def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = True, ax: Any = None) -> Any:
+    """Draw the score matrix cut into tiles: allowed scores dark, blocked ones light, and each tile outlined and
+    labelled as computed, masked (computed, the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
+    import matplotlib.pyplot as plt  # only when a figure is drawn
+    from matplotlib.patches import Rectangle
+
+    tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
+    shift = t_k - t_q
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4))
+    allowed = (torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None] + shift) if causal else torch.ones(t_q, t_k)
+    ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
+    done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
+    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.6", ":")}
+    for r in range(0, t_q, block_q):
+        for c in range(0, t_k, block_k):
+            tile = done.get((r, c))
+            kind = "skipped" if tile is None else "masked" if tile.masked else "computed"
+            h, w = min(block_q, t_q - r), min(block_k, t_k - c)
+            color, line = styles[kind]
+            ax.add_patch(Rectangle((c + 0.15, r + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
+                                   linestyle=line, linewidth=2.5))
+            ax.text(c + w / 2, r + h / 2, kind, ha="center", va="center", fontsize=9, color=color,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(f"t = {t_q}, tiles of {block_q} queries × {block_k} keys")
+    return ax
