@@ -260,6 +260,8 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
                                    linestyle=line, linewidth=2.5))
             ax.text(c + w / 2, r + h / 2, kind, ha="center", va="center", fontsize=9, color=color,
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_xticks(range(0, t_k + 1, block_k))
+    ax.set_yticks(range(0, t_q + 1, block_q))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     ax.set_title(f"t = {t_q}, tiles of {block_q} queries × {block_k} keys")

@@ -191,9 +191,8 @@ def test_bfloat16_accumulates_in_float32():
     q, k, v = (torch.randn(1, 4, 256, 64, generator=gen).bfloat16() for _ in range(3))
     o, L = flash.flash_forward(q, k, v)
     exact, _ = ah.attention(q.double(), k.double(), v.double())
-    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     assert o.dtype == torch.bfloat16 and L.dtype == torch.float32
-    assert (o.double() - exact).abs().max() <= 1.5 * (sdpa.double() - exact).abs().max()
+    assert (o.double() - exact).abs().max() < 3e-3 < (ah.attention(q, k, v)[0].double() - exact).abs().max()
     grads = flash.flash_backward(q, k, v, o, L, torch.ones_like(o))
     assert all(g.dtype == torch.bfloat16 for g in grads)
 
