@@ -5,8 +5,9 @@ For each block of queries the forward pass walks through the blocks of keys with
 maximum ``m``, running sum ``l`` and output accumulator, and keeps, per query, the log-sum-exp
 ``L = m + log l`` of its scores. The backward pass recomputes each tile of weights from ``q``, ``k`` and
 ``L`` instead of storing them: no tensor of ``t_q × t_k`` numbers exists in either pass. With
-``causal=True`` the tiles that lie entirely above the diagonal are skipped. Passing a :class:`Traffic`
-counts the numbers the loops move between slow and fast memory (Dao et al., 2022, Theorem 2).
+``causal=True`` the tiles that lie entirely above the diagonal are skipped. Passing an ``ah.traffic.Traffic``
+counts the numbers the loops move between slow and fast memory (Dao et al., 2022, Theorem 2). Inputs in 16 bits
+are computed in float32, as real kernels accumulate ``m``, ``ℓ`` and the output.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import torch
 
 from . import validate
 from .merge import _finite  # -inf -> 0, so that s - m is never -inf - (-inf) = NaN (chapter 9)
+from .traffic import Traffic
 
 __all__ = [
-    "Tile", "tiles", "tile_counts", "Traffic", "flash_forward", "flash_backward", "FlashAttention",
-    "flash_attention", "standard_attention", "paper_blocks",
+    "Tile", "tiles", "tile_counts", "flash_forward", "flash_backward", "FlashAttention", "flash_attention",
+    "plot_tiles",
 ]
 
 
@@ -70,30 +72,6 @@ def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = F
     return {"computed": len(done), "masked": masked, "skipped": every - len(done), "all": every}
 
 
-@dataclass
-class Traffic:
-    """Numbers moved between a slow memory (of any size) and a fast memory, counted by the tiled loops (chapter 10).
-
-    ``reads`` counts numbers loaded from slow memory, ``writes`` numbers stored back; ``total`` both.
-    """
-
-    reads: int = 0
-    writes: int = 0
-
-    @property
-    def total(self) -> int:
-        """Numbers moved both ways: ``reads + writes``."""
-        return self.reads + self.writes
-
-    def read(self, *tensors: torch.Tensor) -> None:
-        """Count the numbers of ``tensors`` as loaded from slow memory."""
-        self.reads += sum(x.numel() for x in tensors)
-
-    def write(self, *tensors: torch.Tensor) -> None:
-        """Count the numbers of ``tensors`` as stored back to slow memory."""
-        self.writes += sum(x.numel() for x in tensors)
-
-
 def _scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
             mask: torch.Tensor | None) -> torch.Tensor:
     """One tile of scores ``q_i k_jᵀ · scale``, -inf where the causal triangle or ``mask`` blocks a key."""
@@ -121,51 +99,71 @@ def flash_forward(
     scale, mask = validate.tiled_attention_args(q, k, v, mask, causal, block_q, block_k, scale)  # mask: (..., t_q, t_k)
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
     traffic = Traffic() if traffic is None else traffic  # counts what moves; nobody reads it unless passed
+    dtype, work = q.dtype, torch.promote_types(q.dtype, torch.float32)  # 16-bit inputs: m, l and acc in float32
+    q, k, v = q.to(work), k.to(work), v.to(work)
     outputs, lses = [], []
     for r in range(0, t_q, block_q):  # one block of queries at a time
         rows = slice(r, min(r + block_q, t_q))
         q_i = q[..., rows, :]  # (..., B_r, d_k)
-        m_i = torch.full((*q_i.shape[:-1], 1), -math.inf, dtype=q.dtype, device=q.device)  # (..., B_r, 1): max
+        m_i = torch.full((*q_i.shape[:-1], 1), -math.inf, dtype=work, device=q.device)  # (..., B_r, 1): max
         l_i = torch.zeros_like(m_i)  # (..., B_r, 1): running sum of exp(s - m_i)
-        acc = torch.zeros((*q_i.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # (..., B_r, d_v)
+        acc = torch.zeros((*q_i.shape[:-1], v.shape[-1]), dtype=work, device=q.device)  # (..., B_r, d_v)
         traffic.read(q_i)
         for tile in _row_of_tiles(rows, t_q, t_k, block_k, causal):  # its blocks of keys, in order
             k_j, v_j = k[..., tile.cols, :], v[..., tile.cols, :]  # (..., B_c, d_k), (..., B_c, d_v)
-            traffic.read(k_j, v_j, *([] if mask is None else [mask[..., rows, tile.cols]]))
+            traffic.read(k_j, v_j, *_mask_tile(mask, tile))
             s = _scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
+            traffic.hold(q_i, k_j, v_j, s, acc, m_i, l_i)  # what fast memory holds at this step
             m_new = torch.maximum(m_i, s.amax(dim=-1, keepdim=True))  # (..., B_r, 1)
             p = torch.exp(s - _finite(m_new))  # (..., B_r, B_c), 0 where blocked
             alpha = torch.exp(m_i - _finite(m_new))  # rescales what was summed against the old maximum
             l_i, acc, m_i = alpha * l_i + p.sum(dim=-1, keepdim=True), alpha * acc + p @ v_j, m_new
         o_i = acc / torch.where(l_i == 0, torch.ones_like(l_i), l_i)  # (..., B_r, d_v); 0 for a query with no key
         L_i = m_i + torch.log(l_i)  # (..., B_r, 1): log-sum-exp of the scores, -inf for a query with no key
-        outputs, lses = [*outputs, o_i], [*lses, L_i]
+        outputs, lses = [*outputs, o_i.to(dtype)], [*lses, L_i]
         traffic.write(o_i, L_i)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-2)  # (..., t_q, d_v), (..., t_q, 1)
+
+
+def _mask_tile(mask: torch.Tensor | None, tile: Tile) -> list[torch.Tensor]:
+    """The part of ``mask`` a tile reads: ``[]`` without a mask."""
+    return [] if mask is None else [mask[..., tile.rows, tile.cols]]
 
 
 def flash_backward(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, L: torch.Tensor, do: torch.Tensor,
     mask: torch.Tensor | None = None, causal: bool = False, block_q: int = 64, block_k: int = 64,
-    scale: float | None = None,
+    scale: float | None = None, keys_outside: bool = True, traffic: Traffic | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients ``(dQ, dK, dV)`` of attention in tiles, from the forward pass's ``O`` and ``L`` (chapter 10).
 
     ``do`` ``(..., t_q, d_v)`` is the gradient of the loss with respect to the output ``o``. Each tile
     recomputes ``P = exp(S - L)``; with ``D = rowsum(dO ∘ O)``: ``dV = Pᵀ dO``, ``dP = dO Vᵀ``,
-    ``dS = P ∘ (dP - D)``, ``dQ = scale · dS K``, ``dK = scale · dSᵀ Q``, summed over the tiles.
+    ``dS = P ∘ (dP - D)``, ``dQ = scale · dS K``, ``dK = scale · dSᵀ Q``, summed over the tiles. With
+    ``keys_outside`` (FlashAttention-1 and -2) the loop over blocks of keys is the outer one: ``dK_j`` and ``dV_j``
+    stay in fast memory while each ``dQ_i`` is read and written back; otherwise the queries are outside, as in the
+    forward pass. Both orders give the same gradients; ``traffic`` counts what each moves.
     """
     scale, mask = validate.tiled_attention_args(q, k, v, mask, causal, block_q, block_k, scale)  # mask: (..., t_q, t_k)
     if o.shape != do.shape or o.shape != (*q.shape[:-1], v.shape[-1]) or L.shape != (*q.shape[:-1], 1):
         raise ValueError(f"o and do must have the output's shape {(*q.shape[:-1], v.shape[-1])} and L "
                          f"{(*q.shape[:-1], 1)}, got o {tuple(o.shape)}, do {tuple(do.shape)}, L {tuple(L.shape)}: "
                          "pass what flash_forward returned for these q, k and v.")
+    if not isinstance(keys_outside, bool):
+        raise TypeError(f"keys_outside must be True or False, got {keys_outside!r}.")
+    traffic = Traffic() if traffic is None else traffic
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
+    dtypes, work = (q.dtype, k.dtype, v.dtype), torch.promote_types(q.dtype, torch.float32)
+    q, k, v, o, L, do = (x.to(work) for x in (q, k, v, o, L, do))
     D = (do * o).sum(dim=-1, keepdim=True)  # (..., t_q, 1): rowsum(dO ∘ O) = rowsum(P ∘ dP)
+    traffic.read(do, o)
+    traffic.write(D)
     dq = {r: torch.zeros_like(q[..., r:r + block_q, :]) for r in range(0, t_q, block_q)}  # dQ by block of queries
     dk = {c: torch.zeros_like(k[..., c:c + block_k, :]) for c in range(0, t_k, block_k)}  # dK by block of keys
     dv = {c: torch.zeros_like(v[..., c:c + block_k, :]) for c in range(0, t_k, block_k)}  # dV by block of keys
-    for tile in tiles(t_q, t_k, block_q, block_k, causal):
+    done = list(tiles(t_q, t_k, block_q, block_k, causal))
+
+    def add_tile(tile: Tile) -> None:  # equation (eq-ch10-ds) on one tile, added to dQ_i, dK_j and dV_j
         r, c = tile.rows.start, tile.cols.start
         q_i, k_j, v_j = q[..., tile.rows, :], k[..., tile.cols, :], v[..., tile.cols, :]
         do_i, L_i, D_i = do[..., tile.rows, :], L[..., tile.rows, :], D[..., tile.rows, :]
@@ -175,7 +173,28 @@ def flash_backward(
         ds = p * (dp - D_i)  # (..., B_r, B_c)
         dq[r] = dq[r] + (ds @ k_j) * scale  # (..., B_r, d_k)
         dk[c] = dk[c] + (ds.transpose(-2, -1) @ q_i) * scale  # (..., B_c, d_k)
-    return tuple(torch.cat(list(grads.values()), dim=-2) for grads in (dq, dk, dv))
+
+    def queries(rows: slice) -> tuple[torch.Tensor, ...]:  # what a tile needs of its block of queries
+        return q[..., rows, :], do[..., rows, :], L[..., rows, :], D[..., rows, :]
+
+    if keys_outside:  # K_j, V_j, dK_j, dV_j stay in fast memory; Q_i, dO_i, L_i, D_i come in, dQ_i goes and comes back
+        for c in dk:
+            traffic.read(k[..., c:c + block_k, :], v[..., c:c + block_k, :])
+            for tile in (tile for tile in done if tile.cols.start == c):
+                traffic.read(*queries(tile.rows), dq[tile.rows.start], *_mask_tile(mask, tile))
+                add_tile(tile)
+                traffic.write(dq[tile.rows.start])
+            traffic.write(dk[c], dv[c])
+    else:  # Q_i, dO_i, L_i, D_i, dQ_i stay; K_j, V_j come in, dK_j and dV_j go and come back
+        for r in dq:
+            traffic.read(*queries(slice(r, r + block_q)))
+            for tile in (tile for tile in done if tile.rows.start == r):
+                c = tile.cols.start
+                traffic.read(k[..., tile.cols, :], v[..., tile.cols, :], dk[c], dv[c], *_mask_tile(mask, tile))
+                add_tile(tile)
+                traffic.write(dk[c], dv[c])
+            traffic.write(dq[r])
+    return tuple(torch.cat(list(g.values()), dim=-2).to(dtype) for g, dtype in zip((dq, dk, dv), dtypes, strict=True))
 
 
 class FlashAttention(torch.autograd.Function):
@@ -196,7 +215,11 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, do: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        """``(dq, dk, dv)`` from :func:`flash_backward`, and no gradient for the settings."""
+        """``(dq, dk, dv)`` from :func:`flash_backward`, and no gradient for the settings. Once differentiable only."""
+        if torch.is_grad_enabled():  # create_graph=True: autograd would differentiate this backward pass again
+            raise RuntimeError("flash_attention has no second derivative: its backward pass is written by hand and "
+                               "autograd cannot differentiate it, so create_graph=True (a gradient of a gradient, "
+                               "gradgradcheck) would come out wrong. Use ah.attention where you need one.")
         q, k, v, o, L = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, L, do, *ctx.settings)
         return dq, dk, dv, None, None, None, None, None
@@ -213,33 +236,33 @@ def flash_attention(
     return FlashAttention.apply(q, k, v, mask, causal, block_q, block_k, scale)
 
 
-def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: Traffic) -> torch.Tensor:
-    """Attention in three steps through slow memory, counting what moves (chapter 10; Dao et al., 2022, Algorithm 0).
+def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = True, ax: Any = None) -> Any:
+    """Draw the score matrix cut into tiles: allowed scores dark, blocked ones light, and each tile outlined and
+    labelled as computed, masked (computed, the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
+    import matplotlib.pyplot as plt  # only when a figure is drawn
+    from matplotlib.patches import Rectangle
 
-    ``S = Q Kᵀ · scale`` (read Q and K, write S), ``P = softmax(S)`` (read S, write P), ``O = P V``
-    (read P and V, write O): ``4·t·d + 4·t²`` numbers for ``t_q = t_k = t`` and ``d_k = d_v = d``.
-    """
-    scale = validate.attention_args(q, k, v, None, None)
-    traffic.read(q, k)
-    s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
-    traffic.write(s)
-    traffic.read(s)
-    p = torch.softmax(s, dim=-1)  # (..., t_q, t_k)
-    traffic.write(p)
-    traffic.read(p, v)
-    o = p @ v  # (..., t_q, d_v)
-    traffic.write(o)
-    return o
-
-
-def paper_blocks(M: int, d: int) -> tuple[int, int]:
-    """Block sizes ``(block_q, block_k)`` for a fast memory of ``M`` numbers and width ``d`` (chapter 10).
-
-    Dao et al. (2022) take ``B_c = ⌈M/4d⌉`` for the blocks of the outer loop (keys, in their Algorithm 1)
-    and ``B_r = min(⌈M/4d⌉, d)`` for the inner one; the loops here run over queries outside, so the
-    roles swap: ``block_q = ⌈M/4d⌉`` and ``block_k = min(⌈M/4d⌉, d)``.
-    """
-    validate.positive_int(M, "M")
-    validate.positive_int(d, "d")
-    outer = math.ceil(M / (4 * d))
-    return outer, min(outer, d)
+    tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
+    shift = t_k - t_q
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4))
+    allowed = (torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None] + shift) if causal else torch.ones(t_q, t_k)
+    ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
+    done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
+    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.6", ":")}
+    for r in range(0, t_q, block_q):
+        for c in range(0, t_k, block_k):
+            tile = done.get((r, c))
+            kind = "skipped" if tile is None else "masked" if tile.masked else "computed"
+            h, w = min(block_q, t_q - r), min(block_k, t_k - c)
+            color, line = styles[kind]
+            ax.add_patch(Rectangle((c + 0.15, r + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
+                                   linestyle=line, linewidth=2.5))
+            ax.text(c + w / 2, r + h / 2, kind, ha="center", va="center", fontsize=9, color=color,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_xticks(range(0, t_k + 1, block_k))
+    ax.set_yticks(range(0, t_q + 1, block_q))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(f"t = {t_q}, tiles of {block_q} queries × {block_k} keys")
+    return ax

@@ -1,6 +1,11 @@
 """Chapter 10's self-checks accept the reference answers and name the mistake in plausible wrong ones."""
 
+import ast
+import inspect
+import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,6 +13,8 @@ import torch
 import attn_helpers as ah
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch10 as check
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # ex-ch10-predict: tiles computed under a causal mask
 
@@ -24,10 +31,13 @@ def test_causal_tiles_reference_is_the_helpers_count():
 @pytest.mark.parametrize("wrong, hint", [
     (12, "not every tile is computed"),
     (4, "diagonal crosses is computed too"),
-    (6, "different sizes"),
+    (6, "its last query sees, not only those its first"),  # each block of queries counted from its first query
+    (5, "floor division"),  # 10 // 4 and 10 // 3 blocks, or only the masked tiles
     (10, "grid is not square"),
+    (8, "last block of keys is shorter"),  # key 9, a block of its own, left out
     (3, "number of tiles skipped"),
-    (8, "is not right"),
+    (55, "allowed scores"),
+    (7, "is not right"),
     ("9", "should be a number"),
 ])
 def test_causal_tiles_rejects_mistakes(wrong, hint):
@@ -35,41 +45,66 @@ def test_causal_tiles_rejects_mistakes(wrong, hint):
         check.causal_tiles(wrong)
 
 
-# ex-ch10-delta: D both ways
+# ex-ch10-delta: D both ways, as two functions
+
+
+def d_from_output(dO, o):
+    return (dO * o).sum(dim=-1, keepdim=True)
+
+
+def d_from_weights(P, dP):
+    return (P * dP).sum(dim=-1, keepdim=True)
 
 
 def reference_delta():
     q, k, v, do = check.delta_inputs()
     o, P = ah.attention(q, k, v)
-    dP = do @ v.T
-    return P, dP, (do * o).sum(dim=-1, keepdim=True), (P * dP).sum(dim=-1, keepdim=True)
+    return P, do @ v.T, d_from_output, d_from_weights
 
 
 def test_delta_accepts_reference(capsys):
     check.delta_both_ways(*reference_delta())
     out = capsys.readouterr().out
-    assert all(f"✓ {name}: correct" in out for name in ("P", "dP", "D_out", "D_p"))
+    assert all(f"✓ {name}: correct" in out for name in ("P", "dP", "D_from_output", "D_from_weights on other inputs"))
 
 
-def test_delta_rejects_mistakes():
+def test_delta_rejects_wrong_weights_and_dP():
     q, k, v, do = check.delta_inputs()
-    P, dP, D_out, D_p = reference_delta()
-    unscaled_o, unscaled_p = ah.attention(q, k, v, scale=1.0)
+    P, dP, f_out, f_p = reference_delta()
+    o, _ = ah.attention(q, k, v)
     cases = [
-        ((unscaled_p, dP, D_out, D_p), "scaled scores"),
-        ((torch.softmax(q @ k.T / 2, dim=0), dP, D_out, D_p), "along each row"),
-        ((P, dP.T, D_out, D_p), "dO Vᵀ, in that order"),
-        ((P, dP, D_out[:, 0], D_p), "keepdim=True"),
-        ((P, dP, (do * unscaled_o).sum(-1, keepdim=True), D_p), "with the scale"),
-        ((P, dP, (do * v).sum(-1, keepdim=True), D_p), "not by the values V"),
-        ((P, dP, D_out, (P * dP).sum(dim=0)[:, None]), "not over the queries"),
-        ((P, dP, D_out, (P * dP.T).sum(-1, keepdim=True)), "in that order"),
-        ((P, dP, D_out, (torch.exp(q @ k.T / 2) * dP).sum(-1, keepdim=True)), "normalised weights"),
-        ((P, dP, D_out, D_p + 0.1), "wrong values"),
+        ((ah.attention(q, k, v, scale=1.0)[1], dP, f_out, f_p), "scaled scores"),
+        ((torch.softmax(q @ k.T / 2, dim=0), dP, f_out, f_p), "along each row"),
+        ((P.T, dP, f_out, f_p), "P is transposed"),
+        ((torch.exp(q @ k.T / 2), dP, f_out, f_p), "normalised weights"),
+        ((P, dP.T, f_out, f_p), "dO Vᵀ, in that order"),
+        ((P, do @ o.T, f_out, f_p), "not the output O"),
     ]
     for args, hint in cases:
         with pytest.raises(CheckFailed, match=hint):
             check.delta_both_ways(*args)
+
+
+D_out = d_from_output(check.delta_inputs()[3], ah.attention(*check.delta_inputs()[:3])[0])  # a global, as in a notebook
+
+
+@pytest.mark.parametrize("which, fn, hint", [
+    ("weights", lambda P, dP: D_out.clone(), "reads D_out from the notebook"),  # the first way, copied
+    ("weights", lambda P, dP: D_out + 0.0, "reads D_out from the notebook"),
+    ("output", lambda dO, o: (dO * o).sum(dim=-2, keepdim=True).transpose(-2, -1), "not over the queries"),
+    ("output", lambda dO, o: (dO * o).sum(dim=-1), "without the summed dimension"),
+    ("output", lambda dO, o: dO @ o.transpose(-2, -1), "element by element"),
+    ("weights", lambda P, dP: P @ dP.transpose(-2, -1), "element by element"),
+    ("weights", lambda P, dP: (P * dP).sum(), "a single number"),
+    ("weights", lambda P, dP: (P * dP).sum(dim=1, keepdim=True), "last dimension"),  # right on 2-d inputs only
+    ("output", lambda dO, o: (dO * o).sum(dim=1, keepdim=True), "last dimension"),  # right on 2-d inputs only
+    ("weights", "not a function", "should be a function"),
+])
+def test_delta_functions_reject_mistakes_and_shortcuts(which, fn, hint):
+    P, dP, f_out, f_p = reference_delta()
+    args = (P, dP, fn, f_p) if which == "output" else (P, dP, f_out, fn)
+    with pytest.raises(CheckFailed, match=hint):
+        check.delta_both_ways(*args)
 
 
 # ex-ch10-block: the tiled backward of one block of queries
@@ -113,6 +148,93 @@ def tile_softmax(q_i, k, v, do_i, L_i, D_i, block):
     for c in range(0, k.shape[0], block):
         k_j, v_j = k[c:c + block], v[c:c + block]
         p = torch.softmax(q_i @ k_j.T * scale, dim=-1)
+        ds = p * (do_i @ v_j.T - D_i)
+        dq = dq + ds @ k_j * scale
+        dks.append(ds.T @ q_i * scale)
+        dvs.append(p.T @ do_i)
+    return dq, torch.cat(dks), torch.cat(dvs)
+
+
+def variant(mistake):
+    """The reference answer with one usual mistake, written as a learner would write it."""
+    def block_backward(q_i, k, v, do_i, L_i, D_i, block):
+        scale = 1 / math.sqrt(q_i.shape[-1])
+        t = k.shape[0]
+        dq, dks, dvs = torch.zeros_like(q_i), [], []
+        stop = t // block * block if mistake == "floor" else t - block if mistake == "last_block" else t
+        for c in range(0, stop, block):
+            k_j, v_j = k[c:c + block], v[c:c + block]
+            s = q_i @ k_j.T * (1.0 if mistake == "scores_no_scale" else scale)
+            p = torch.exp(s) if mistake == "no_L" else torch.exp(s - L_i)
+            dp = do_i @ v_j.T
+            d = (p * dp).sum(dim=-1, keepdim=True) if mistake == "tile_D" else D_i
+            ds = p * (dp - d)
+            dq = ds @ k_j * scale if mistake == "dq_last" else dq + ds @ k_j * scale
+            dks.append(ds.T @ q_i * scale)
+            dvs.append(ds.T @ do_i if mistake == "dv_ds" else p.T @ do_i * (scale if mistake == "dv_scale" else 1))
+        return dq, torch.cat(dks), torch.cat(dvs)
+    return block_backward
+
+
+def p_transposed(q_i, k, v, do_i, L_i, D_i, block):  # dV as P dO: the tile's rows and columns mixed up
+    dq, dk, _ = reference_block(q_i, k, v, do_i, L_i, D_i, block)
+    scale = 1 / math.sqrt(q_i.shape[-1])
+    dvs = [torch.exp(q_i @ k[c:c + block].T * scale - L_i) @ do_i for c in range(0, k.shape[0], block)]
+    return dq, dk, torch.cat(dvs)
+
+
+def preallocated_floor(q_i, k, v, do_i, L_i, D_i, block):  # dK and dV filled in place; the short block dropped
+    scale = 1 / math.sqrt(q_i.shape[-1])
+    dq, dk, dv = torch.zeros_like(q_i), torch.zeros_like(k), torch.zeros_like(v)
+    for j in range(k.shape[0] // block):
+        k_j, v_j = k[j * block:(j + 1) * block], v[j * block:(j + 1) * block]
+        p = torch.exp(q_i @ k_j.T * scale - L_i)
+        ds = p * (do_i @ v_j.T - D_i)
+        dq = dq + ds @ k_j * scale
+        dk[j * block:(j + 1) * block] = ds.T @ q_i * scale
+        dv[j * block:(j + 1) * block] = p.T @ do_i
+    return dq, dk, dv
+
+
+def one_query_tiles(q_i, k, v, do_i, L_i, D_i, block):  # right: tiles of one query by `block` keys
+    scale = 1 / math.sqrt(q_i.shape[-1])
+    dq, dk, dv = torch.zeros_like(q_i), torch.zeros_like(k), torch.zeros_like(v)
+    for i in range(q_i.shape[0]):
+        for c in range(0, k.shape[0], block):
+            k_j, v_j = k[c:c + block], v[c:c + block]
+            p = torch.exp(k_j @ q_i[i] * scale - L_i[i])  # (B_c,)
+            ds = p * (v_j @ do_i[i] - D_i[i])
+            dq[i] += ds @ k_j * scale
+            dk[c:c + block] += torch.outer(ds, q_i[i]) * scale
+            dv[c:c + block] += torch.outer(p, do_i[i])
+    return dq, dk, dv
+
+
+def rows_cut_afterwards(q_i, k, v, do_i, L_i, D_i, block):  # one query against all t keys, then cut into tiles
+    scale = 1 / math.sqrt(q_i.shape[-1])
+    dq, dk, dv = torch.zeros_like(q_i), torch.zeros_like(k), torch.zeros_like(v)
+    for i in range(q_i.shape[0]):
+        row = torch.exp(k @ q_i[i] * scale - L_i[i])  # (t,): every key at once
+        for c in range(0, k.shape[0], block):
+            p = row[c:c + block]
+            ds = p * (v[c:c + block] @ do_i[i] - D_i[i])
+            dq[i] += ds @ k[c:c + block] * scale
+            dk[c:c + block] += torch.outer(ds, q_i[i]) * scale
+            dv[c:c + block] += torch.outer(p, do_i[i])
+    return dq, dk, dv
+
+
+def lse_recomputed(q_i, k, v, do_i, L_i, D_i, block):  # L_i recomputed with the book's forward pass
+    _, L = ah.flash.flash_forward(q_i, k, v, block_q=q_i.shape[0], block_k=block)
+    return reference_block(q_i, k, v, do_i, L, D_i, block)
+
+
+def with_book_tiles(q_i, k, v, do_i, L_i, D_i, block):  # the loop taken from ah.flash.tiles
+    scale = 1 / math.sqrt(q_i.shape[-1])
+    dq, dks, dvs = torch.zeros_like(q_i), [], []
+    for tile in ah.flash.tiles(q_i.shape[0], k.shape[0], q_i.shape[0], block):
+        k_j, v_j = k[tile.cols], v[tile.cols]
+        p = torch.exp(q_i @ k_j.T * scale - L_i)
         ds = p * (do_i @ v_j.T - D_i)
         dq = dq + ds @ k_j * scale
         dks.append(ds.T @ q_i * scale)
@@ -165,6 +287,19 @@ def returns_pair(q_i, k, v, do_i, L_i, D_i, block):
     (whole_row, "against all 12 keys"),
     (fixed_sizes, "other sizes"),
     (returns_pair, "three tensors"),
+    (variant("floor"), "floor division"),
+    (variant("last_block"), "the last block of keys is shorter"),
+    (preallocated_floor, "floor division"),
+    (variant("scores_no_scale"), "recomputed scores need the scale"),
+    (variant("tile_D"), "not over one tile's keys"),
+    (variant("no_L"), "log-sum-exp L_i"),
+    (variant("dq_last"), "add each tile's part"),
+    (variant("dv_ds"), "dV comes from the weights P, not from dS"),
+    (variant("dv_scale"), "dV takes none"),
+    (p_transposed, "transposes Pᵀ and dSᵀ"),
+    (rows_cut_afterwards, "cuts them into tiles afterwards"),
+    (lse_recomputed, "ah.flash.flash_forward"),
+    (with_book_tiles, "ah.flash.tiles"),
 ])
 def test_block_rejects_mistakes_and_shortcuts(fn, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -191,13 +326,6 @@ def test_block_rejects_torch_func():
         check.block_backward_function(via_func)
 
 
-def test_delta_rejects_the_same_tensor_twice():
-    P, dP, D_out, _ = reference_delta()
-    for copy in (D_out, D_out[:, :]):  # the tensor itself, or a view of it
-        with pytest.raises(CheckFailed, match="a second way"):
-            check.delta_both_ways(P, dP, D_out, copy)
-
-
 def transposed_tiles(q_i, k, v, do_i, L_i, D_i, block):  # right, in another style: (B_c, B_r) tiles, in place
     scale = q_i.shape[-1] ** -0.5
     dq, dk, dv = torch.zeros_like(q_i), torch.zeros_like(k), torch.zeros_like(v)
@@ -210,8 +338,9 @@ def transposed_tiles(q_i, k, v, do_i, L_i, D_i, block):  # right, in another sty
     return dq, dk, dv
 
 
-def test_block_accepts_another_style(capsys):
-    check.block_backward_function(transposed_tiles)
+@pytest.mark.parametrize("fn", [transposed_tiles, one_query_tiles])
+def test_block_accepts_another_style(fn, capsys):
+    check.block_backward_function(fn)
     assert "✓ dv on other sizes: correct" in capsys.readouterr().out
 
 
@@ -219,5 +348,46 @@ def test_block_rejects_a_block_size_of_its_own():
     def fixed_block(q_i, k, v, do_i, L_i, D_i, block):  # right numbers, but the exercise's block written in
         return reference_block(q_i, k, v, do_i, L_i, D_i, 5)
 
-    with pytest.raises(CheckFailed, match="called with block=3.*right on the exercise"):
+    with pytest.raises(CheckFailed, match="called with block=4.*right on the exercise"):
         check.block_backward_function(fixed_block)
+
+
+# no hint quotes the solution: no run of five code tokens of a solution cell appears in any text of the checks
+
+
+def _tokens(text):
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
+def _cells():
+    return json.loads((ROOT / "chapters" / "10_flash_attention.ipynb").read_text())["cells"]
+
+
+def _solution_code():
+    code = ["".join(c["source"]) for c in _cells() if "solution" in c["metadata"].get("tags", [])]
+    return "\n".join(line.split("#")[0] for cell in code for line in cell.splitlines())
+
+
+def _runs(tokens):
+    return {tuple(tokens[i:i + 5]) for i in range(len(tokens) - 4)}
+
+
+def _check_texts():  # every string of the checks but the docstrings: the hints and messages a learner reads
+    tree = ast.parse(inspect.getsource(check))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef)) and isinstance(node.body[0], ast.Expr)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_hint_quotes_the_solution():
+    solution = _tokens(_solution_code())
+    stated = _runs(_tokens("".join("".join(c["source"]) for c in _cells() if "{exercise}" in "".join(c["source"]))))
+    runs = {run for run in _runs(solution) - stated  # what the exercise itself states may be repeated
+            if not all(re.fullmatch(r"\w+|\.", token) for token in run)}  # an expression, not a name
+    assert len(runs) > 100  # the solutions were found
+    for text in _check_texts():
+        words = _tokens(text)
+        quoted = [" ".join(words[i:i + 5]) for i in range(len(words) - 4) if tuple(words[i:i + 5]) in runs]
+        assert not quoted, (text, quoted)
+    assert not any("c + block" in text or "k[c" in text for text in _check_texts())

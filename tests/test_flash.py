@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import attn_helpers as ah
-from attn_helpers import flash
+from attn_helpers import flash, traffic
 
 
 def qkv(t_q, t_k, d_k=8, d_v=6, lead=(2, 3), dtype=torch.float64, seed=0):
@@ -121,13 +121,80 @@ def test_causal_flops_follow_the_tiles():
 @pytest.mark.parametrize("t, d, M", [(256, 16, 1024), (300, 8, 512), (128, 32, 8192)])
 def test_traffic_counts_match_their_formulas(t, d, M):
     q, k, v = qkv(t, t, d, d, lead=(1,), dtype=torch.float32)
-    block_q, block_k = flash.paper_blocks(M, d)
-    assert (block_q, block_k) == (math.ceil(M / (4 * d)), min(math.ceil(M / (4 * d)), d))
-    tiled, standard = flash.Traffic(), flash.Traffic()
+    block_q, block_k = traffic.fitted_blocks(M, d)
+    tiled, standard = traffic.Traffic(M=M), traffic.Traffic()
     o, _ = flash.flash_forward(q, k, v, block_q=block_q, block_k=block_k, traffic=tiled)
     assert tiled.reads == t * d + 2 * t * d * math.ceil(t / block_q) and tiled.writes == t * d + t
-    assert torch.allclose(flash.standard_attention(q, k, v, standard), o, atol=1e-6)
+    assert torch.allclose(traffic.standard_attention(q, k, v, standard), o, atol=1e-6)
     assert standard.total == 4 * t * d + 4 * t * t and standard.reads == 2 * t * d + 2 * t * t + t * d
+
+
+def test_traffic_reads_are_what_the_loops_slice_out():  # counted another way: the slices PyTorch ran
+    q, k, v = qkv(300, 300, 16, 16, lead=(1,), dtype=torch.float32)
+    counter = traffic.Traffic()
+    with ah.checks.Watch() as watch:
+        flash.flash_forward(q, k, v, block_q=64, block_k=48, traffic=counter)
+    sliced = sum(math.prod(shape) for op in watch.ops if op.name == "slice" and op.inputs[0] == tuple(q.shape)
+                 for shape in op.outputs)
+    assert sliced == counter.reads == 300 * 16 + 2 * 300 * 16 * 5
+
+
+def test_paper_blocks_need_more_than_M_and_the_counter_refuses_them():
+    M, d = 2 ** 14, 64
+    block_q, block_k = traffic.paper_blocks(M, d)
+    assert (block_q, block_k) == (64, 64) and traffic.fast_memory(block_q, block_k, d, d) == 20608  # 1.26 M
+    q, k, v = qkv(256, 256, d, d, lead=(1,), dtype=torch.float32)
+    with pytest.raises(ValueError, match="holds 20,608 numbers in fast memory, more than M = 16,384"):
+        flash.flash_forward(q, k, v, block_q=block_q, block_k=block_k, traffic=traffic.Traffic(M=M))
+    fitted = traffic.fitted_blocks(M, d)
+    assert fitted == (42, 64) and traffic.fast_memory(*fitted, d, d) <= M < traffic.fast_memory(43, 64, d, d)
+    flash.flash_forward(q, k, v, block_q=fitted[0], block_k=fitted[1], traffic=traffic.Traffic(M=M))
+    assert traffic.fitted_blocks(2 ** 14, 32) == traffic.paper_blocks(2 ** 14, 32)  # the paper's fit there
+    with pytest.raises(ValueError, match="cannot hold even one query"):
+        traffic.fitted_blocks(100, 64)
+    with pytest.raises(ValueError, match="M must be a positive integer"):
+        traffic.Traffic(M=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_in_both_loop_orders(causal):
+    t, d, block = 96, 8, 16
+    q, k, v = qkv(t, t, d, d, lead=(1,))
+    o, L = flash.flash_forward(q, k, v, causal=causal, block_q=block, block_k=block)
+    do = torch.randn_like(o)
+    counts = {}
+    for keys_outside in (True, False):
+        counts[keys_outside] = traffic.Traffic()
+        grads = flash.flash_backward(q, k, v, o, L, do, causal=causal, block_q=block, block_k=block,
+                                     keys_outside=keys_outside, traffic=counts[keys_outside])
+        for a, b in zip(grads, autograd_grads(q, k, v, do, ah.causal_mask(t) if causal else None), strict=True):
+            assert (a - b).abs().max() <= 1e-10
+    assert counts[True].total < counts[False].total
+    if not causal:  # keys outside: 4td + 2t a pass over the queries; queries outside: 6td a pass over the keys
+        n = t // block
+        assert counts[True].total == 6 * t * d + t + n * (4 * t * d + 2 * t)
+        assert counts[False].total == 5 * t * d + 3 * t + n * 6 * t * d
+
+
+def test_double_backward_raises_instead_of_a_wrong_second_derivative():
+    q, k, v = (x.requires_grad_() for x in qkv(7, 7, 3, 2, lead=()))
+    fn = lambda a, b, c: flash.flash_attention(a, b, c, block_q=3, block_k=2)  # noqa: E731
+    with pytest.raises(RuntimeError, match="no second derivative"):
+        torch.autograd.gradgradcheck(fn, (q, k, v))
+    with pytest.raises(RuntimeError, match="no second derivative"):
+        torch.autograd.grad(fn(q, k, v).sum(), q, create_graph=True)
+    assert torch.autograd.gradcheck(fn, (q, k, v))  # the first derivative is still there
+
+
+def test_bfloat16_accumulates_in_float32():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 256, 64, generator=gen).bfloat16() for _ in range(3))
+    o, L = flash.flash_forward(q, k, v)
+    exact, _ = ah.attention(q.double(), k.double(), v.double())
+    assert o.dtype == torch.bfloat16 and L.dtype == torch.float32
+    assert (o.double() - exact).abs().max() < 3e-3 < (ah.attention(q, k, v)[0].double() - exact).abs().max()
+    grads = flash.flash_backward(q, k, v, o, L, torch.ones_like(o))
+    assert all(g.dtype == torch.bfloat16 for g in grads)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -159,4 +226,6 @@ def test_mismatched_shapes_raise_clear_errors():
     with pytest.raises(ValueError, match="t_q must be a positive integer"):
         flash.tile_counts(0, 4, 2, 2)
     with pytest.raises(ValueError, match="M must be a positive integer"):
-        flash.paper_blocks(-1, 8)
+        traffic.paper_blocks(-1, 8)
+    with pytest.raises(TypeError, match="keys_outside must be True or False"):
+        flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")

@@ -1,0 +1,111 @@
+"""The memory-traffic model of FlashAttention: a slow memory of any size, a fast one of ``M`` numbers (chapter 10).
+
+:class:`Traffic` counts the numbers the tiled loops of ``ah.flash`` load from slow memory and store back, and,
+given ``M``, refuses a step that would hold more than ``M`` numbers in fast memory at once. It counts numbers,
+not bytes, and ignores the arithmetic (Dao et al., 2022, Theorem 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import validate
+
+__all__ = ["Traffic", "standard_attention", "fast_memory", "paper_blocks", "fitted_blocks"]
+
+
+@dataclass
+class Traffic:
+    """Numbers moved between a slow memory and a fast memory of ``M`` numbers (``None``: no limit) (chapter 10).
+
+    ``reads`` counts numbers loaded from slow memory, ``writes`` numbers stored back; ``total`` both.
+    """
+
+    reads: int = 0
+    writes: int = 0
+    M: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.M is not None:
+            validate.positive_int(self.M, "M")
+
+    @property
+    def total(self) -> int:
+        """Numbers moved both ways: ``reads + writes``."""
+        return self.reads + self.writes
+
+    def read(self, *tensors: torch.Tensor) -> None:
+        """Count the numbers of ``tensors`` as loaded from slow memory."""
+        self.reads += sum(x.numel() for x in tensors)
+
+    def write(self, *tensors: torch.Tensor) -> None:
+        """Count the numbers of ``tensors`` as stored back to slow memory."""
+        self.writes += sum(x.numel() for x in tensors)
+
+    def hold(self, *tensors: torch.Tensor) -> None:
+        """Raise ``ValueError`` if ``tensors``, all in fast memory at once, hold more than ``M`` numbers."""
+        held = sum(x.numel() for x in tensors)
+        if self.M is not None and held > self.M:
+            raise ValueError(f"one step of the loop holds {held:,} numbers in fast memory, more than M = {self.M:,}: "
+                             "use smaller blocks (ah.traffic.fitted_blocks(M, d) gives blocks that fit).")
+
+
+def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: Traffic) -> torch.Tensor:
+    """Attention in three steps through slow memory, counting what moves (chapter 10; Dao et al., 2022, Algorithm 0).
+
+    ``S = Q Kᵀ · scale`` (read Q and K, write S), ``P = softmax(S)`` (read S, write P), ``O = P V``
+    (read P and V, write O): ``4·t·d + 4·t²`` numbers for ``t_q = t_k = t`` and ``d_k = d_v = d``. Each step reads
+    its inputs once, so this is a lower bound: with a fast memory smaller than a row of S, the steps move more.
+    """
+    scale = validate.attention_args(q, k, v, None, None)
+    traffic.read(q, k)
+    s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
+    traffic.write(s)
+    traffic.read(s)
+    p = torch.softmax(s, dim=-1)  # (..., t_q, t_k)
+    traffic.write(p)
+    traffic.read(p, v)
+    o = p @ v  # (..., t_q, d_v)
+    traffic.write(o)
+    return o
+
+
+def fast_memory(block_q: int, block_k: int, d_k: int, d_v: int) -> int:
+    """Numbers one step of ``ah.flash.flash_forward`` holds in fast memory (chapter 10): ``Q_i``, ``K_j``, ``V_j``,
+    the tile of scores, the accumulator and ``m``, ``ℓ``: ``B_r·d_k + B_c·(d_k + d_v) + B_r·B_c + B_r·d_v + 2·B_r``."""
+    for n, name in ((block_q, "block_q"), (block_k, "block_k"), (d_k, "d_k"), (d_v, "d_v")):
+        validate.positive_int(n, name)
+    return block_q * d_k + block_k * (d_k + d_v) + block_q * block_k + block_q * d_v + 2 * block_q
+
+
+def paper_blocks(M: int, d: int) -> tuple[int, int]:
+    """The block sizes of Dao et al. (2022) for a fast memory of ``M`` numbers and width ``d``: ``(block_q, block_k)``
+    (chapter 10).
+
+    The paper takes ``B_c = ⌈M/4d⌉`` for the blocks of its outer loop (keys, in its Algorithm 1): four blocks of
+    ``d``-wide rows (``K_j``, ``V_j``, ``Q_i``, ``O_i``) then fill ``M``; and ``B_r = min(⌈M/4d⌉, d)`` for the inner
+    one, so that a tile of scores holds at most ``M/4`` numbers. ``ah.flash``'s loops run over queries outside, so the
+    roles swap: ``block_q = ⌈M/4d⌉`` and ``block_k = min(⌈M/4d⌉, d)``. Together they need up to about ``1.26·M``
+    numbers (:func:`fast_memory`): ``O(M)``, not at most ``M``.
+    """
+    validate.positive_int(M, "M")
+    validate.positive_int(d, "d")
+    outer = math.ceil(M / (4 * d))
+    return outer, min(outer, d)
+
+
+def fitted_blocks(M: int, d: int) -> tuple[int, int]:
+    """:func:`paper_blocks`, with ``block_q`` cut down until one step fits in ``M`` numbers (chapter 10).
+
+    ``block_k = min(⌈M/4d⌉, d)``; ``block_q`` is the paper's ``⌈M/4d⌉`` or the largest block of queries for which
+    :func:`fast_memory` is at most ``M``, whichever is smaller.
+    """
+    block_q, block_k = paper_blocks(M, d)
+    largest = (M - 2 * block_k * d) // (2 * d + block_k + 2)  # fast_memory(B_r, B_c, d, d) <= M, solved for B_r
+    if largest < 1:
+        raise ValueError(f"a fast memory of M = {M:,} numbers cannot hold even one query beside {block_k} keys and "
+                         f"values of width d = {d}: take M of at least {fast_memory(1, block_k, d, d):,}.")
+    return min(block_q, largest), block_k
