@@ -24,7 +24,6 @@ from book_chapters import CHAPTERS
 from exercise_cells import find_exercises
 from IPython.core.inputtransformer2 import TransformerManager
 
-ROOT = Path(__file__).resolve().parent.parent
 FEW = 6  # more tokens than this is the solution's code, not an idiom (`x.size(0)` has six, `x.shape[-1]` seven)
 CHECK_CALL = re.compile(r"\bcheck\.(\w+)\(")
 _to_python = TransformerManager().transform_cell
