@@ -11,6 +11,8 @@ spacing an expression differently.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import io
 import re
 import tokenize
@@ -22,8 +24,6 @@ from book_chapters import CHAPTERS
 from exercise_cells import find_exercises
 from IPython.core.inputtransformer2 import TransformerManager
 
-ROOT = Path(__file__).resolve().parent.parent
-CHECKS = ROOT / "attn_helpers" / "checks"
 FEW = 6  # more tokens than this is the solution's code, not an idiom (`x.size(0)` has six, `x.shape[-1]` seven)
 CHECK_CALL = re.compile(r"\bcheck\.(\w+)\(")
 _to_python = TransformerManager().transform_cell
@@ -93,6 +93,13 @@ def check_texts(module: Path, function: str) -> list[str]:
     return texts
 
 
+def check_module(chapter: Path, function: str) -> Path:
+    """The file that defines ``check.<function>`` for ``chapter``: ``checks/chNN.py``, or the private module it
+    re-exports the check from (``_ch12_sampling.py``)."""
+    checks = importlib.import_module(f"attn_helpers.checks.ch{chapter.name[:2]}")
+    return Path(inspect.getsourcefile(getattr(checks, function)))
+
+
 def quoted(solution: str, texts: list[str], exercise_text: str) -> list[str]:
     """The fragments of ``solution`` that ``texts`` hold, but for those the exercise's text gives."""
     said, given = " ".join(map(squashed, texts)), squashed(exercise_text)
@@ -110,9 +117,8 @@ def exercises():
 def test_no_hint_quotes_its_exercises_solution(path, nb, ex):
     solution = "\n".join(nb.cells[i].source for i in ex.solution_cells)
     functions = CHECK_CALL.findall(nb.cells[ex.check_cell].source)
-    module = CHECKS / f"ch{path.name[:2]}.py"
-    assert functions and module.is_file(), f"{ex.label}: no check function found"
-    texts = [text for function in functions for text in check_texts(module, function)]
+    assert functions, f"{ex.label}: no check function found"
+    texts = [text for function in functions for text in check_texts(check_module(path, function), function)]
     assert texts, f"{ex.label}: the check {functions} shows no text at all"
     assert not (found := quoted(solution, texts, ex.text)), (
         f"{ex.label}: the hints of check.{functions[0]} quote its solution: {found}; name the mistake and the idea")
