@@ -61,26 +61,16 @@ def _texts(node: ast.AST) -> list[str]:
             and id(n) not in docs]
 
 
-def _re_exports(node: ast.AST, helpers: list[Path]) -> bool:
-    """Is ``node`` an assignment that only names what a chapter's helper module defines (``f = _ch12_x.f``)?"""
-    names = {p.stem for p in helpers}
-    values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-    return bool(names) and all(isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)
-                               and v.value.id in names for v in values)
-
-
 def check_texts(module: Path, function: str) -> list[str]:
     """Every text the check ``function`` of ``module`` may show: its own strings, and those of the functions,
     classes and constants of the module it reaches."""
     top: dict[str, ast.AST] = {}
-    helpers = sorted(module.parent.glob(f"_{module.stem}_*.py"))  # a chapter's check split off, e.g. _ch12_sampling
-    for source in [*helpers, module]:
-        for node in ast.parse(source.read_text(encoding="utf-8")).body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                top[node.name] = node
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _re_exports(node, helpers):
-                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    top.update({n.id: node for n in ast.walk(target) if isinstance(n, ast.Name)})
+    for node in ast.parse(module.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            top[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                top.update({n.id: node for n in ast.walk(target) if isinstance(n, ast.Name)})
     seen: set[str] = set()
     todo, texts = [function], []
     while todo:
