@@ -112,6 +112,8 @@ CLAIMS = [
     Claim(11, "window of 16 at 4x < 0.40", lambda seed: _windows(seed)["window64"], high=0.40),
     Claim(11, "4 sinks at cache positions minus 4 sinks at text positions, at 4x > 0.10",
           lambda seed: _windows(seed)["cache64"] - _windows(seed)["text64"], low=0.10),
+    Claim(11, "window of 16 minus 4 sinks at cache positions, at 4x < 0.05",
+          lambda seed: _windows(seed)["window64"] - _windows(seed)["cache64"], high=0.05),
     Claim(11, "largest weight a head gives token 0, over an even spread's < 2",
           _first_token_share, high=2.0),
 ]
