@@ -1,6 +1,9 @@
 """Every chapter 11 check accepts the reference solution and rejects plausible wrong answers with a hint."""
 
+import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,7 +27,7 @@ def test_slopes_accepts_the_answer_as_a_list_or_a_tensor(capsys):
     assert capsys.readouterr().out.count("✓ slopes: correct") == 2
 
 
-@pytest.mark.parametrize("wrong, hint", [
+SLOPE_MISTAKES = [
     ([2.0 ** (-8 * i / 12) for i in range(1, 13)], "12 is not a power of 2"),
     ([2.0 ** (-i / 12) for i in range(1, 13)], "exponent is -8·i/h, not -i/h"),
     ([2.0 ** (-8 * i / 12) for i in range(0, 12)], "start at one step, not at zero"),
@@ -40,7 +43,10 @@ def test_slopes_accepts_the_answer_as_a_list_or_a_tensor(capsys):
     (EIGHT, "slopes of 8 heads.*4 more"),
     ([0.5, 0.25, 0.125], "12 numbers, one per head"),
     ("0.5, 0.25", "12 numbers"),
-])
+]
+
+
+@pytest.mark.parametrize("wrong, hint", SLOPE_MISTAKES)
 def test_slopes_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.alibi_slopes_12(wrong)
@@ -109,7 +115,7 @@ def _table_made_before(W, num_heads):
     return W.view(num_heads, 8, -1)[:, ORDER].reshape(W.shape)
 
 
-@pytest.mark.parametrize("wrong, hint", [
+LAYOUT_MISTAKES = [
     (_odd_first, "odd features came first"),
     (_heads_inner, "heads as the inner axis"),
     (_not_reshaped, "reshape it back"),
@@ -121,8 +127,11 @@ def _table_made_before(W, num_heads):
     (_columns, "the columns"),
     (lambda W, h: W.view(h, W.shape[0] // h, -1)[:, long_context.halves_order(W.shape[0] // h)].reshape(W.shape),
      "calls ah.long_context.halves_order"),
-    (_d_k_written_in, "take d_k from W.shape"),
-])
+    (_d_k_written_in, "take d_k from the number of rows of W"),
+]
+
+
+@pytest.mark.parametrize("wrong, hint", LAYOUT_MISTAKES)
 def test_layouts_rejects_mistakes(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.layout_function(wrong)
@@ -364,7 +373,7 @@ def _window_written_in(q, k, v, window):
     return decode_window(q, k, v, 5)
 
 
-@pytest.mark.parametrize("wrong, hint", [
+RING_MISTAKES = [
     (_full_cache, "recomputing from a full cache"),
     (_all_at_once, "recomputing from a full cache"),
     (_full_cache_elementwise, "recomputing from a full cache"),
@@ -391,7 +400,39 @@ def _window_written_in(q, k, v, window):
      + ah.attention(q, k, v, mask=sliding_window.window_mask(q.shape[0], window=w))[0], "does the exercise for you"),
     (lambda q, k, v, w: [ring_slot_by_its_own_name(n, w) for n in range(2)] and decode_window(q, k, v, w),
      "does the exercise for you"),
-])
+]
+
+
+@pytest.mark.parametrize("wrong, hint", RING_MISTAKES)
 def test_ring_rejects_mistakes_and_the_shortcut(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.ring_decoder(wrong)
+
+
+# ---------------------------------------------------------------- no hint quotes a solution
+
+TOKEN = re.compile(r"\w+|[^\s\w]")
+
+
+def _runs(text, n):
+    """Every run of n consecutive Python-like tokens of `text`, as a tuple."""
+    tokens = TOKEN.findall(text)
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def _solutions():
+    cells = json.loads((Path(__file__).parent.parent / "chapters" / "11_longer_than_trained.ipynb").read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
+    return "\n".join(line.split("#")[0] for text in code for line in text.splitlines())
+
+
+@pytest.mark.parametrize("check_fn, mistakes", [(check.alibi_slopes_12, SLOPE_MISTAKES),
+                                                (check.layout_function, LAYOUT_MISTAKES),
+                                                (check.ring_decoder, RING_MISTAKES)])
+def test_no_hint_quotes_the_solution(check_fn, mistakes):
+    """A hint names the mistake and the idea: no run of six tokens of the solutions' code is in it."""
+    quoted = _runs(_solutions(), 6)
+    for wrong, _ in mistakes:
+        with pytest.raises(CheckFailed) as failed:
+            check_fn(wrong)
+        assert not _runs(str(failed.value), 6) & quoted, (str(failed.value), _runs(str(failed.value), 6) & quoted)

@@ -122,7 +122,7 @@ def layout_function(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
                           f"or weights built beforehand): work from its arguments alone. Hint: build the order of "
                           f"the features inside the function, from d_k.")
     _check_layouts(fn, 4, 8, 32, "")
-    with on_other_sizes("to_halves", "h = 3 heads of d_k = 6", "take d_k from W.shape[0] and num_heads."):
+    with on_other_sizes("to_halves", "h = 3 heads of d_k = 6", "take d_k from the number of rows of W and num_heads."):
         _check_layouts(fn, 3, 6, 10, " on h = 3 heads of d_k = 6")
 
 
