@@ -351,7 +351,7 @@ def test_ring_accepts_a_loop_over_the_rows_and_a_copy_in_float32(capsys):
         q, k, v = q.float(), k.detach(), v.contiguous()
         keys, values = torch.zeros(window, q.shape[1]), torch.zeros(window, q.shape[1])
         filled, outs = torch.zeros(window, dtype=torch.bool), []
-        for n, (q_n, k_n, v_n) in enumerate(zip(q, k, v)):
+        for n, (q_n, k_n, v_n) in enumerate(zip(q, k, v, strict=True)):
             keys, values = keys.clone(), values.clone()
             keys[n % window], values[n % window], filled[n % window] = k_n, v_n, True
             w = torch.softmax((keys @ q_n / math.sqrt(q.shape[1])).masked_fill(~filled, -math.inf), dim=0)

@@ -184,7 +184,7 @@ class _Rows(TorchFunctionMode):
         if source is None:
             return out
         outs = [o for o in (out if isinstance(out, (list, tuple)) else (out,)) if isinstance(o, torch.Tensor)]
-        root = id(source) if id(source) in self.taken else next(iter(self.taken))
+        root = id(source)
         for index, o in enumerate(outs):
             if o is source or id(o) in self.whole:
                 continue
