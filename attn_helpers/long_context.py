@@ -132,11 +132,13 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
     ``r_i = L θ_i / 2π`` counts the turns pair i makes over the trained length L. Pairs with
     ``r_i > β`` keep ``θ_i``, pairs with ``r_i < α`` are interpolated, ``θ_i / s``, and in between the ramp
     ``γ_i = (r_i - α) / (β - α)`` mixes the two: ``(1 - γ_i) θ_i / s + γ_i θ_i``. The defaults α = 1, β = 32
-    are the paper's for LLaMA; the bounds count turns, so a model with a short L needs smaller ones.
+    are the paper's for LLaMA. The bounds count turns, so on a model with a short L no pair may reach β, and
+    the formula as printed then interpolates even the fastest pair nearly as much as the others.
 
     ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
     where ``r = β`` and ``r = α`` are rounded outward (down and up) and clipped to ``0 … d/2 - 1``, and the
-    ramp runs linearly over pair indices between them.
+    ramp runs linearly over pair indices between them. Then β below the fastest pair still keeps that pair
+    (chapter 11's model: ``d = 8``, ``L = 16``, where it equals the printed formula with β = 2).
     """
     s = validate.scale_factor(s, "s")
     alpha = validate.positive_number(alpha, "alpha", why="the turns below which a pair is interpolated")
