@@ -137,8 +137,9 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
 
     ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
     where ``r = β`` and ``r = α`` are rounded outward (down and up) and clipped to ``0 … d/2 - 1``, and the
-    ramp runs linearly over pair indices between them. Then β below the fastest pair still keeps that pair
-    (chapter 11's model: ``d = 8``, ``L = 16``, where it equals the printed formula with β = 2).
+    ramp runs linearly over pair indices between them. Then a β that no pair reaches still keeps the fastest
+    pair whenever it turns more than α times (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula
+    with β = 2).
     """
     s = validate.scale_factor(s, "s")
     alpha = validate.positive_number(alpha, "alpha", why="the turns below which a pair is interpolated")
