@@ -5,7 +5,7 @@ with residual connections, no MLP, an unembedding), with ``h`` heads per layer a
 position schemes: ``"learned"`` and ``"sinusoidal"`` add a vector per position to the tokens, ``"rope"``
 rotates queries and keys, ``"alibi"`` adds a linear distance penalty to the scores, ``"none"`` relies
 on the causal mask alone. :func:`train` fits it on ``circuits.induction_batch`` at one length;
-:func:`accuracy` measures it at any length.
+:func:`accuracy` measures it at any length, in one pass or decoding through a ring buffer (:func:`decode`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from .circuits import induction_batch
 from .long_context import alibi_bias, rope_with_frequencies
 from .masks import causal_mask
 from .position import frequencies, sinusoidal_encoding
+from .sliding_window import RingCache
 from .training import fit
 
-__all__ = ["SCHEMES", "PositionModel", "train", "accuracy"]
+__all__ = ["SCHEMES", "PositionModel", "train", "decode", "accuracy"]
 
 SCHEMES = ("learned", "sinusoidal", "rope", "alibi", "none")
 
@@ -58,6 +59,9 @@ class PositionModel(nn.Module):
                 factor: float = 1.0) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits ``(b, t, vocab_size)`` and each layer's weights ``(b, h, t, t)`` for ids ``(b, t)``."""
         b, t = validate.token_ids(tokens, self.vocab_size)
+        if self.scheme != "rope" and (theta is not None or factor != 1.0):
+            raise ValueError(f"theta and factor change RoPE's rotation, and this model's scheme is {self.scheme!r}, "
+                             f"which has none: drop them, or pass them to a 'rope' model.")
         if self.scheme == "learned" and t > self.max_len:
             raise ValueError(f"a learned position table has {self.max_len} rows: it cannot read {t} tokens.")
         x = self.embed(tokens)  # (b, t, d_model)
@@ -99,11 +103,51 @@ def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size:
 
 
 @torch.no_grad()
-def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, **forward: object) -> float:
+def decode(model: PositionModel, tokens: torch.Tensor, window: int, sinks: int = 0,
+           numbering: str = "text") -> torch.Tensor:
+    """Logits ``(b, t, vocab_size)`` of a ``"rope"`` or ``"none"`` model decoding ids ``(b, t)`` one token at a
+    time, each layer through a :class:`RingCache` of ``sinks + window`` slots (chapter 11).
+
+    The keys are cached before their rotation and rotated at every step, as StreamingLLM does, by the position
+    ``numbering`` gives: ``"text"``, the token's position in the text (then the result is the one-pass forward
+    under ``window_mask(t, window=window, sinks=sinks)``), or ``"cache"``, its slot's position counted within
+    the cache (:meth:`RingCache.cache_positions`), the query being the newest.
+    """
+    if model.scheme not in ("rope", "none"):
+        raise ValueError(f"decode runs a 'rope' or a 'none' model, got scheme {model.scheme!r}: its positions are "
+                         f"not rotations that a cache can renumber. Measure it in one pass with allowed=window_mask(...).")
+    if numbering not in ("text", "cache"):
+        raise ValueError(f"numbering must be 'text' (positions in the text) or 'cache' (positions within the cache), "
+                         f"got {numbering!r}.")
+    b, t = validate.token_ids(tokens, model.vocab_size)
+    h, d_k, theta = model.num_heads, model.d_k, frequencies(model.d_k)
+    caches = [RingCache.empty(b, h, d_k, window, sinks) for _ in model.qkv]
+    logits = []
+    for n in range(t):
+        x = model.embed(tokens[:, n:n + 1])  # (b, 1, d_model): token n
+        for layer, (qkv, out) in enumerate(zip(model.qkv, model.out, strict=True)):
+            q, k, v = qkv(x).view(b, 1, 3, h, d_k).permute(2, 0, 3, 1, 4)  # (b, h, 1, d_k) each
+            cache = caches[layer] = caches[layer].write(k, v, n)  # the key before its rotation
+            keys = cache.k  # (b, h, slots, d_k)
+            if model.scheme == "rope":
+                where = cache.positions if numbering == "text" else cache.cache_positions()  # (slots,)
+                keys = rope_with_frequencies(keys, theta, where.clamp(min=0))
+                q = rope_with_frequencies(q, theta, [int(where.max())])  # the newest token's position
+            scores = (q @ keys.transpose(-2, -1) / d_k ** 0.5).masked_fill(~cache.allowed(), float("-inf"))
+            w = torch.softmax(scores, dim=-1)  # (b, h, 1, slots)
+            x = x + out((w @ cache.v).transpose(1, 2).reshape(b, 1, -1))  # (b, 1, d_model)
+        logits.append(model.unembed(x))
+    return torch.cat(logits, dim=1)  # (b, t, vocab_size)
+
+
+@torch.no_grad()
+def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, ring: dict | None = None,
+             **forward: object) -> float:
     """Share of the predictable next tokens of ``n`` fresh sequences of ``seq_len`` tokens that ``model`` gets
-    right (chapter 11); ``forward`` goes to the model (``allowed``, ``theta``, ``factor``)."""
+    right (chapter 11); ``forward`` goes to the model (``allowed``, ``theta``, ``factor``), or ``ring``'s
+    arguments (``window``, ``sinks``, ``numbering``) to :func:`decode`."""
     gen = torch.Generator().manual_seed(seed)
     tokens, scored = induction_batch(validate.positive_int(n, "n"), model.vocab_size, seq_len, generator=gen)
-    logits, _ = model(tokens, **forward)
+    logits = decode(model, tokens, **ring) if ring is not None else model(tokens, **forward)[0]
     right = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (n, t - 1)
     return float(right[scored[:, :-1]].float().mean())

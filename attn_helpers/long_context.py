@@ -114,27 +114,48 @@ def interpolation(theta: torch.Tensor, s: float) -> torch.Tensor:
 def ntk_aware(d: int, s: float, base: float = 10000.0) -> torch.Tensor:
     """NTK-aware scaling: RoPE's frequencies with the base raised to ``base · s^(d/(d-2))``, ``(d/2,)`` (chapter 11).
 
-    The highest frequency ``θ_0 = 1`` is unchanged and the lowest, ``θ_{d/2-1}``, is divided by s.
+    The highest frequency ``θ_0 = 1`` is unchanged and the lowest, ``θ_{d/2-1}``, is divided by s. It needs
+    at least two pairs (``d >= 4``): with one, the fastest pair is also the slowest.
     """
     s = validate.scale_factor(s, "s")
+    if validate.even_int(d, "d") < 4:
+        raise ValueError(f"d must be at least 4 for NTK-aware scaling, got {d}: it keeps the fastest pair and divides "
+                         f"the slowest by s, and with d = 2 there is one pair, both at once. Use position "
+                         f"interpolation (long_context.interpolation) for a single pair.")
     return frequencies(d, base * s ** (d / (d - 2)))  # (d/2,)
 
 
 def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float = 1.0,
-         beta: float = 32.0) -> torch.Tensor:
+         beta: float = 32.0, rounded: bool = False) -> torch.Tensor:
     """YaRN's frequencies (Peng et al., 2023), ``(d/2,)`` (chapter 11).
 
     ``r_i = L θ_i / 2π`` counts the turns pair i makes over the trained length L. Pairs with
     ``r_i > β`` keep ``θ_i``, pairs with ``r_i < α`` are interpolated, ``θ_i / s``, and in between the ramp
     ``γ_i = (r_i - α) / (β - α)`` mixes the two: ``(1 - γ_i) θ_i / s + γ_i θ_i``. The defaults α = 1, β = 32
-    are the paper's for LLaMA; the bounds count turns, so a model with a short L needs smaller ones.
+    are the paper's for LLaMA. The bounds count turns, so on a model with a short L no pair may reach β, and
+    the formula as printed then interpolates even the fastest pair nearly as much as the others.
+
+    ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
+    where ``r = β`` and ``r = α`` are rounded outward (down and up) and clipped to ``0 … d/2 - 1``, and the
+    ramp runs linearly over pair indices between them. Then a β that no pair reaches still keeps the fastest
+    pair whenever it turns more than α times (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula
+    with β = 2).
     """
     s = validate.scale_factor(s, "s")
     alpha = validate.positive_number(alpha, "alpha", why="the turns below which a pair is interpolated")
     beta = validate.positive_number(beta, "beta", above=alpha, why="the turns above which a pair is kept")
     theta = frequencies(d, base)  # (d/2,)
-    turns = validate.positive_int(trained_len, "trained_len") * theta / (2 * math.pi)  # r_i
-    gamma = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # (d/2,): 0 = interpolate, 1 = keep
+    trained_len = validate.positive_int(trained_len, "trained_len")
+    if rounded:
+        def pair_at(r: float) -> float:  # the pair index i (not rounded) at which r_i = r
+            return d * math.log(trained_len / (2 * math.pi * r)) / (2 * math.log(base))
+
+        low, high = max(math.floor(pair_at(beta)), 0), min(math.ceil(pair_at(alpha)), d - 1)
+        high = high if high > low else low + 0.001  # the authors' guard against a ramp of zero width
+        gamma = 1 - ((torch.arange(d // 2, dtype=theta.dtype) - low) / (high - low)).clamp(0.0, 1.0)
+    else:
+        turns = trained_len * theta / (2 * math.pi)  # r_i
+        gamma = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # (d/2,): 0 = interpolate, 1 = keep
     return (1 - gamma) * theta / s + gamma * theta
 
 

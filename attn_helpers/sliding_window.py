@@ -3,7 +3,8 @@
 Under a sliding window of width w, the token at position p sees only the w positions ``p - w + 1 … p``.
 Decoding then needs only the last w keys and values: :class:`RingCache` keeps them in w slots, writing
 token n into slot ``n mod w`` over the oldest one, so its memory stays the same however long the text.
-With ``sinks`` > 0 the first tokens are kept as well, in slots of their own (StreamingLLM).
+With ``sinks`` > 0 the first tokens are kept as well, in slots of their own (StreamingLLM), and
+:meth:`RingCache.cache_positions` numbers the slots within the cache, as StreamingLLM gives them to RoPE.
 """
 
 from __future__ import annotations
@@ -86,3 +87,11 @@ class RingCache:
     def allowed(self) -> torch.Tensor:
         """Which slots hold a token, bool ``(sinks + window,)``: the mask of a query that comes after them all."""
         return self.positions >= 0
+
+    def cache_positions(self) -> torch.Tensor:
+        """Each slot's position counted within the cache, ``(sinks + window,)`` (-1: empty), as StreamingLLM
+        numbers them: the sinks ``0 … sinks-1``, then the window's tokens from the oldest to the newest. The
+        newest token, the one whose query attends now, is at ``(number of filled slots) - 1``."""
+        filled = self.allowed()
+        older = filled[None, :] & (self.positions[None, :] < self.positions[:, None])  # (slots, slots)
+        return torch.where(filled, older.sum(dim=1), -1)

@@ -38,6 +38,37 @@ def test_rope_model_with_its_own_frequencies_is_unchanged_and_a_window_narrows_i
     assert (weights[0][..., 5, :3] == 0).all()
 
 
+@pytest.mark.parametrize("window, sinks", [(3, 0), (3, 2), (5, 1), (20, 0)])
+def test_decoding_through_a_ring_with_text_positions_is_the_masked_forward(window, sinks):
+    torch.manual_seed(0)
+    model = extrapolation.PositionModel("rope", vocab_size=20)
+    tokens = torch.randint(20, (3, 14))
+    one_pass = model(tokens, allowed=sliding_window.window_mask(14, window=window, sinks=sinks))[0]
+    assert torch.allclose(extrapolation.decode(model, tokens, window, sinks), one_pass, atol=1e-5)
+
+
+def test_cache_positions_change_only_what_the_sinks_see_once_the_window_moves():
+    torch.manual_seed(0)
+    model = extrapolation.PositionModel("rope", vocab_size=20)
+    tokens = torch.randint(20, (3, 14))
+    text = extrapolation.decode(model, tokens, window=4, sinks=2)
+    cache = extrapolation.decode(model, tokens, window=4, sinks=2, numbering="cache")
+    assert torch.allclose(cache[:, :6], text[:, :6], atol=1e-6)  # tokens 0-5: every one in the cache, in order
+    assert not torch.allclose(cache[:, 6:], text[:, 6:], atol=1e-3)  # then the sinks sit at offsets 5 and 4
+    no_sinks = [extrapolation.decode(model, tokens, window=4, numbering=how) for how in ("text", "cache")]
+    assert torch.allclose(*no_sinks, atol=1e-5)  # a pure window: offsets are the same either way
+    plain = extrapolation.PositionModel("none", vocab_size=20)
+    assert torch.allclose(extrapolation.decode(plain, tokens, 4, 2, "cache"),
+                          plain(tokens, allowed=sliding_window.window_mask(14, window=4, sinks=2))[0], atol=1e-5)
+
+
+def test_accuracy_through_a_ring():
+    torch.manual_seed(0)
+    model = extrapolation.PositionModel("rope", vocab_size=20)
+    ring = extrapolation.accuracy(model, 12, n=10, ring={"window": 4, "sinks": 1})
+    assert ring == extrapolation.accuracy(model, 12, n=10, allowed=sliding_window.window_mask(12, window=4, sinks=1))
+
+
 def test_training_is_seeded_and_learns():
     runs = []
     for _ in range(2):
@@ -57,5 +88,14 @@ def test_bad_input_says_what_to_do():
         extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([[3, 10]]))
     with pytest.raises(ValueError, match="tokens must be a non-empty \\(b, t\\) tensor"):
         extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([3, 4]))
+    for scheme in ("learned", "sinusoidal", "alibi", "none"):
+        for wrong in ({"theta": position.frequencies(8)}, {"factor": 1.2}):
+            with pytest.raises(ValueError, match=f"theta and factor change RoPE's rotation.*'{scheme}'"):
+                extrapolation.PositionModel(scheme, vocab_size=10, max_len=4)(torch.tensor([[3, 4]]), **wrong)
+    with pytest.raises(ValueError, match="decode runs a 'rope' or a 'none' model"):
+        extrapolation.decode(extrapolation.PositionModel("alibi", vocab_size=10), torch.tensor([[3, 4]]), 2)
+    with pytest.raises(ValueError, match="numbering must be 'text'"):
+        extrapolation.decode(extrapolation.PositionModel("rope", vocab_size=10), torch.tensor([[3, 4]]), 2,
+                             numbering="slot")
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         extrapolation.train(extrapolation.PositionModel("none", vocab_size=10), steps=0)

@@ -98,6 +98,23 @@ def test_yarn_keeps_fast_pairs_interpolates_slow_ones_and_ramps_between():
     assert ramp.sum() > 10 and (yarn[ramp] <= theta[ramp]).all() and (yarn[ramp] >= theta[ramp] / 4).all()
 
 
+def test_yarn_as_its_authors_code_rounds_the_bounds_to_pair_indices():
+    theta = position.frequencies(8)
+    # d_k = 8, L = 16: pair 0 turns 2.5 times, the others less than once. The code keeps pair 0 and
+    # interpolates pairs 1-3 (what the printed formula does only with beta = 2); the printed formula with
+    # beta = 32 puts pair 0 at the start of its ramp.
+    for s in (2, 4):
+        coded = long_context.yarn(8, s, 16, rounded=True)
+        assert torch.equal(coded / theta, torch.tensor([1.0, 1 / s, 1 / s, 1 / s], dtype=theta.dtype))
+        assert torch.equal(coded, long_context.yarn(8, s, 16, beta=2))
+        assert long_context.yarn(8, s, 16)[0] < 0.6 * theta[0]
+    big, big_coded = long_context.yarn(128, 4, 4096), long_context.yarn(128, 4, 4096, rounded=True)
+    both = position.frequencies(128)
+    assert torch.equal(big_coded[:21], both[:21]) and torch.allclose(big_coded[46:], both[46:] / 4)
+    ramp = (big_coded[21:46] / both[21:46]).log()  # linear in the pair index, not in the turns
+    assert (ramp.diff() < 0).all() and not torch.allclose(big_coded, big)
+
+
 def test_yarn_attention_factor():
     assert long_context.yarn_attention_factor(1) == 1.0
     assert math.isclose(long_context.yarn_attention_factor(16), 0.1 * math.log(16) + 1)
@@ -114,6 +131,7 @@ def test_yarn_attention_factor():
     (lambda: long_context.alibi_bias(2, 5, 3), "t_q=5 queries but only t_k=3"),
     (lambda: long_context.interpolation(position.frequencies(8), 0.5), "at least 1"),
     (lambda: long_context.ntk_aware(8, "2"), "at least 1"),
+    (lambda: long_context.ntk_aware(2, 2), "d must be at least 4 for NTK-aware scaling"),
     (lambda: long_context.yarn(8, 2, 0), "trained_len must be a positive integer"),
     (lambda: long_context.yarn(8, 2, 16, alpha=2, beta=2), "beta must be a finite number larger than 2"),
     (lambda: long_context.yarn(8, 2, 16, alpha=0), "alpha must be a positive finite number"),

@@ -73,6 +73,15 @@ def test_write_is_out_of_place():
     assert full.positions.tolist() == [0, -1] and full.allowed().tolist() == [True, False]
 
 
+def test_cache_positions_number_the_slots_as_streaming_llm_does():
+    cache = sliding_window.RingCache.empty(1, 1, 2, window=4, sinks=2)
+    assert cache.cache_positions().tolist() == [-1] * 6
+    for n in range(9):
+        cache = cache.write(torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2), n)
+    assert cache.positions.tolist() == [0, 1, 6, 7, 8, 5]
+    assert cache.cache_positions().tolist() == [0, 1, 3, 4, 5, 2]  # sinks, then tokens 5 … 8 oldest first
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: sliding_window.window_mask(4, window=0), "window must be a positive integer"),
     (lambda: sliding_window.window_mask(4, window=2, sinks=-1), "sinks must be a non-negative integer"),
