@@ -106,12 +106,12 @@ def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size:
 def decode(model: PositionModel, tokens: torch.Tensor, window: int, sinks: int = 0,
            numbering: str = "text") -> torch.Tensor:
     """Logits ``(b, t, vocab_size)`` of a ``"rope"`` or ``"none"`` model decoding ids ``(b, t)`` one token at a
-    time, each layer through a :class:`RingCache` of ``sinks + window`` slots (chapter 11).
+    time, each layer through a :class:`~attn_helpers.sliding_window.RingCache` of ``sinks + window`` slots (chapter 11).
 
     The keys are cached before their rotation and rotated at every step, as StreamingLLM does, by the position
     ``numbering`` gives: ``"text"``, the token's position in the text (then the result is the one-pass forward
     under ``window_mask(t, window=window, sinks=sinks)``), or ``"cache"``, its slot's position counted within
-    the cache (:meth:`RingCache.cache_positions`), the query being the newest.
+    the cache (:meth:`~attn_helpers.sliding_window.RingCache.cache_positions`), the query being the newest.
     """
     if model.scheme not in ("rope", "none"):
         raise ValueError(f"decode runs a 'rope' or a 'none' model, got scheme {model.scheme!r}: its positions are "
