@@ -149,8 +149,7 @@ def flash_backward(
         raise ValueError(f"o and do must have the output's shape {(*q.shape[:-1], v.shape[-1])} and L "
                          f"{(*q.shape[:-1], 1)}, got o {tuple(o.shape)}, do {tuple(do.shape)}, L {tuple(L.shape)}: "
                          "pass what flash_forward returned for these q, k and v.")
-    if not isinstance(keys_outside, bool):
-        raise TypeError(f"keys_outside must be True or False, got {keys_outside!r}.")
+    validate.flag(keys_outside, "keys_outside")
     traffic = Traffic() if traffic is None else traffic
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
     dtypes, work = (q.dtype, k.dtype, v.dtype), torch.promote_types(q.dtype, torch.float32)
