@@ -1,6 +1,7 @@
 """FlashAttention in tiles (chapter 10): exact forward and backward, causal tile skipping, traffic counts, bad input."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -174,6 +175,19 @@ def test_backward_in_both_loop_orders(causal):
         n = t // block
         assert counts[True].total == 6 * t * d + t + n * (4 * t * d + 2 * t)
         assert counts[False].total == 5 * t * d + 3 * t + n * 6 * t * d
+
+
+@pytest.mark.parametrize("keys_outside", [True, False])
+def test_backward_refuses_blocks_whose_step_does_not_fit_in_M(keys_outside):
+    t, d, block = 96, 8, 16
+    q, k, v = qkv(t, t, d, d, lead=(1,))
+    o, L = flash.flash_forward(q, k, v, block_q=block, block_k=block)
+    # Q_i, dO_i, dQ_i, then L_i, D_i; K_j, V_j, dK_j, dV_j; the tiles P and dS
+    need = 3 * block * d + 2 * block + 4 * block * d + 2 * block * block
+    run = partial(flash.flash_backward, q, k, v, o, L, o, block_q=block, block_k=block, keys_outside=keys_outside)
+    run(traffic=traffic.Traffic(M=need))
+    with pytest.raises(ValueError, match=f"holds {need:,} numbers in fast memory, more than M = {need - 1:,}"):
+        run(traffic=traffic.Traffic(M=need - 1))
 
 
 def test_double_backward_raises_instead_of_a_wrong_second_derivative():
