@@ -64,6 +64,9 @@ def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffi
     read some inputs more than once (:func:`fitted_standard_attention`).
     """
     scale = validate.attention_args(q, k, v, None, None)
+    if traffic.M is not None:  # its steps are not cut to fit any M: a limit would go unchecked
+        raise ValueError(f"standard_attention counts the lower bound, with no fast memory to fit, but the counter has "
+                         f"M = {traffic.M:,}: pass ah.traffic.Traffic(), or use fitted_standard_attention for M.")
     traffic.read(q, k)
     s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
     traffic.write(s)

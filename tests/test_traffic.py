@@ -40,3 +40,9 @@ def test_fitted_standard_attention_needs_an_M_that_holds_a_row():
         traffic.fitted_standard_attention(q, k, v, traffic.Traffic())
     with pytest.raises(ValueError, match="take a larger M"):
         traffic.fitted_standard_attention(q, k, v, traffic.Traffic(M=32))
+
+
+def test_standard_attention_refuses_a_limit_it_would_not_check():
+    q, k, v = (torch.randn(1, 1, 64, 16) for _ in range(3))
+    with pytest.raises(ValueError, match="use fitted_standard_attention for M"):
+        traffic.standard_attention(q, k, v, traffic.Traffic(M=2 ** 14))
