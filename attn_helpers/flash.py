@@ -142,15 +142,15 @@ def flash_backward(
     ``dS = P ∘ (dP - D)``, ``dQ = scale · dS K``, ``dK = scale · dSᵀ Q``, summed over the tiles. With
     ``keys_outside`` (FlashAttention-1 and -2) the loop over blocks of keys is the outer one: ``dK_j`` and ``dV_j``
     stay in fast memory while each ``dQ_i`` is read and written back; otherwise the queries are outside, as in the
-    forward pass. Both orders give the same gradients; ``traffic`` counts what each moves.
+    forward pass. Both orders give the same gradients; ``traffic`` counts what each moves, and with ``M`` refuses
+    a step that holds more (both blocks, their gradients, ``dO_i``, ``L_i``, ``D_i`` and the tiles ``P`` and ``dS``).
     """
     scale, mask = validate.tiled_attention_args(q, k, v, mask, causal, block_q, block_k, scale)  # mask: (..., t_q, t_k)
     if o.shape != do.shape or o.shape != (*q.shape[:-1], v.shape[-1]) or L.shape != (*q.shape[:-1], 1):
         raise ValueError(f"o and do must have the output's shape {(*q.shape[:-1], v.shape[-1])} and L "
                          f"{(*q.shape[:-1], 1)}, got o {tuple(o.shape)}, do {tuple(do.shape)}, L {tuple(L.shape)}: "
                          "pass what flash_forward returned for these q, k and v.")
-    if not isinstance(keys_outside, bool):
-        raise TypeError(f"keys_outside must be True or False, got {keys_outside!r}.")
+    validate.flag(keys_outside, "keys_outside")
     traffic = Traffic() if traffic is None else traffic
     t_q, t_k, shift = q.shape[-2], k.shape[-2], k.shape[-2] - q.shape[-2]
     dtypes, work = (q.dtype, k.dtype, v.dtype), torch.promote_types(q.dtype, torch.float32)
@@ -171,6 +171,7 @@ def flash_backward(
         dv[c] = dv[c] + p.transpose(-2, -1) @ do_i  # (..., B_c, d_v)
         dp = do_i @ v_j.transpose(-2, -1)  # (..., B_r, B_c)
         ds = p * (dp - D_i)  # (..., B_r, B_c)
+        traffic.hold(q_i, do_i, L_i, D_i, dq[r], k_j, v_j, dk[c], dv[c], p, ds)  # fast memory, in either order
         dq[r] = dq[r] + (ds @ k_j) * scale  # (..., B_r, d_k)
         dk[c] = dk[c] + (ds.transpose(-2, -1) @ q_i) * scale  # (..., B_c, d_k)
 

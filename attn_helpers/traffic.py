@@ -14,7 +14,9 @@ import torch
 
 from . import validate
 
-__all__ = ["Traffic", "standard_attention", "fast_memory", "paper_blocks", "fitted_blocks"]
+__all__ = [
+    "Traffic", "standard_attention", "fitted_standard_attention", "fast_memory", "paper_blocks", "fitted_blocks",
+]
 
 
 @dataclass
@@ -58,9 +60,13 @@ def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffi
 
     ``S = Q Kᵀ · scale`` (read Q and K, write S), ``P = softmax(S)`` (read S, write P), ``O = P V``
     (read P and V, write O): ``4·t·d + 4·t²`` numbers for ``t_q = t_k = t`` and ``d_k = d_v = d``. Each step reads
-    its inputs once, so this is a lower bound: with a fast memory smaller than a row of S, the steps move more.
+    its inputs once, so this is a lower bound: with a small fast memory, the products must be cut into blocks and
+    read some inputs more than once (:func:`fitted_standard_attention`).
     """
     scale = validate.attention_args(q, k, v, None, None)
+    if traffic.M is not None:  # its steps are not cut to fit any M: a limit would go unchecked
+        raise ValueError(f"standard_attention counts the lower bound, with no fast memory to fit, but the counter has "
+                         f"M = {traffic.M:,}: pass ah.traffic.Traffic(), or use fitted_standard_attention for M.")
     traffic.read(q, k)
     s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_k)
     traffic.write(s)
@@ -71,6 +77,48 @@ def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffi
     o = p @ v  # (..., t_q, d_v)
     traffic.write(o)
     return o
+
+
+def fitted_standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: Traffic) -> torch.Tensor:
+    """Standard attention's three steps, each cut to fit a fast memory of ``traffic.M`` numbers (chapter 10).
+
+    ``S = Q Kᵀ · scale`` holds a block of ``B`` rows of ``Q`` while the rows of ``K`` stream past one at a time;
+    ``O = P V`` holds a block of ``B`` rows of the output while the columns of ``P`` and the rows of ``V`` stream
+    past; the softmax holds one row of ``S``. ``B = (M - d) // (d + 1)``, ``d = max(d_k, d_v)``, the largest block
+    beside one streamed row. What moves, for ``t_q = t_k = t`` and ``d_k = d_v = d``: ``4·t·d + 4·t²`` (the lower
+    bound of :func:`standard_attention`) plus ``2·t·d·(⌈t/B⌉ - 1)`` for the rows of ``K`` and ``V`` read again by
+    every block after the first.
+    """
+    scale = validate.attention_args(q, k, v, None, None)
+    if traffic.M is None:
+        raise ValueError("fitted_standard_attention needs a fast memory to fit: pass ah.traffic.Traffic(M=...).")
+    d = max(q.shape[-1], v.shape[-1])
+    block = (traffic.M - d) // (d + 1)  # rows of Q (or O) held beside one row of K (or V) and a column of S (or P)
+    if block < 1 or traffic.M < k.shape[-2]:
+        raise ValueError(f"a fast memory of M = {traffic.M:,} numbers cannot hold a row of {k.shape[-2]} scores or "
+                         f"one query beside a key of width {d}: take a larger M.")
+    s_blocks = []
+    for r in range(0, q.shape[-2], block):  # S = Q Kᵀ · scale, a block of queries at a time
+        q_i = q[..., r:r + block, :]  # (..., B, d_k): loaded once
+        traffic.read(q_i, k)  # every row of K streams past the block
+        s_i = (q_i @ k.transpose(-2, -1)) * scale  # (..., B, t_k)
+        traffic.hold(q_i, k[..., :1, :], s_i[..., :1])  # the block, one key and the column of scores it gives
+        traffic.write(s_i)
+        s_blocks.append(s_i)
+    s = torch.cat(s_blocks, dim=-2)  # (..., t_q, t_k), in slow memory
+    traffic.read(s)
+    traffic.hold(s[..., :1, :])  # one row of scores at a time
+    p = torch.softmax(s, dim=-1)  # (..., t_q, t_k)
+    traffic.write(p)
+    o_blocks = []
+    for r in range(0, q.shape[-2], block):  # O = P V, a block of outputs at a time
+        p_i = p[..., r:r + block, :]  # (..., B, t_k): streams past, a column at a time
+        traffic.read(p_i, v)  # and every row of V with it
+        o_i = p_i @ v  # (..., B, d_v): held until finished
+        traffic.hold(o_i, p_i[..., :1], v[..., :1, :])
+        traffic.write(o_i)
+        o_blocks.append(o_i)
+    return torch.cat(o_blocks, dim=-2)  # (..., t_q, d_v)
 
 
 def fast_memory(block_q: int, block_k: int, d_k: int, d_v: int) -> int:

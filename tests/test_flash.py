@@ -1,6 +1,7 @@
 """FlashAttention in tiles (chapter 10): exact forward and backward, causal tile skipping, traffic counts, bad input."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -176,6 +177,19 @@ def test_backward_in_both_loop_orders(causal):
         assert counts[False].total == 5 * t * d + 3 * t + n * 6 * t * d
 
 
+@pytest.mark.parametrize("keys_outside", [True, False])
+def test_backward_refuses_blocks_whose_step_does_not_fit_in_M(keys_outside):
+    t, d, block = 96, 8, 16
+    q, k, v = qkv(t, t, d, d, lead=(1,))
+    o, L = flash.flash_forward(q, k, v, block_q=block, block_k=block)
+    # Q_i, dO_i, dQ_i, then L_i, D_i; K_j, V_j, dK_j, dV_j; the tiles P and dS
+    need = 3 * block * d + 2 * block + 4 * block * d + 2 * block * block
+    run = partial(flash.flash_backward, q, k, v, o, L, o, block_q=block, block_k=block, keys_outside=keys_outside)
+    run(traffic=traffic.Traffic(M=need))
+    with pytest.raises(ValueError, match=f"holds {need:,} numbers in fast memory, more than M = {need - 1:,}"):
+        run(traffic=traffic.Traffic(M=need - 1))
+
+
 def test_double_backward_raises_instead_of_a_wrong_second_derivative():
     q, k, v = (x.requires_grad_() for x in qkv(7, 7, 3, 2, lead=()))
     fn = lambda a, b, c: flash.flash_attention(a, b, c, block_q=3, block_k=2)  # noqa: E731
@@ -229,3 +243,19 @@ def test_mismatched_shapes_raise_clear_errors():
         traffic.paper_blocks(-1, 8)
     with pytest.raises(TypeError, match="keys_outside must be True or False"):
         flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")
+
+
+def test_chapter_10_listings_are_the_package_code():
+    """Every line of code in chapter 10's listings (comments aside, `def` lines shortened) is a line of ah.flash."""
+    import inspect
+    import json
+    import re
+    from pathlib import Path
+
+    chapter = Path(__file__).parent.parent / "chapters" / "10_flash_attention.ipynb"
+    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
+    listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
+    assert len(listings) == 3, "the forward pass's inner loop, the backward pass's tile and FlashAttention"
+    code = {line.split("  #")[0].strip() for line in inspect.getsource(flash).splitlines()}
+    quoted = [line.split("  #")[0].strip() for listing in listings for line in listing.splitlines()]
+    assert [line for line in quoted if line and not line.startswith("def ") and line not in code] == []

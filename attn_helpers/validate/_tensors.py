@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._numbers import positive_int, whole_number
+from ._numbers import flag, positive_int, whole_number
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
@@ -213,8 +213,7 @@ def tiled_attention_args(
         raise ValueError(f"the tiled passes take queries, keys and values with the same leading dimensions, got "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}. Expand them first, e.g. "
                          f"k.expand(*q.shape[:-2], *k.shape[-2:]).")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}.")
+    flag(causal, "causal")
     if causal and q.shape[-2] > k.shape[-2]:
         raise ValueError(f"causal=True with t_q={q.shape[-2]} queries but t_k={k.shape[-2]} keys: the queries sit at "
                          "the end of the sequence, so the first ones would have no key. Use t_k >= t_q.")
