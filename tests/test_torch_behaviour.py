@@ -329,6 +329,24 @@ def test_what_sends_multihead_attention_back_to_its_regular_path(case):
     assert "_native_multi_head_attention" not in ran and "_softmax" in ran  # the regular path's own softmax
 
 
+def test_fast_path_runs_under_inference_mode_and_set_fastpath_enabled_false_switches_it_off():
+    """Chapter 6: torch.inference_mode() turns autograd off as no_grad does, so the module in eval() mode takes the fast
+    path; torch.backends.mha.set_fastpath_enabled(False) sends it back to the regular path."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = randn(1, 5, 8)
+    assert torch.backends.mha.get_fastpath_enabled()
+    with torch.inference_mode():
+        assert ah.torch_compat.aten_operators(mha, x, x, x) == ["_native_multi_head_attention"]
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            ran = ah.torch_compat.aten_operators(mha, x, x, x)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert "_native_multi_head_attention" not in ran and "_softmax" in ran
+
+
 def test_multihead_attention_bool_masks_mean_blocked():
     """Chapter 7: nn.MultiheadAttention's bool attn_mask and key_padding_mask mean True = blocked (a float mask is
     added, 0 or -inf), and a mask in the other convention raises no error: it blocks the open keys, and a row with
