@@ -329,6 +329,24 @@ def test_what_sends_multihead_attention_back_to_its_regular_path(case):
     assert "_native_multi_head_attention" not in ran and "_softmax" in ran  # the regular path's own softmax
 
 
+def test_fast_path_runs_under_inference_mode_and_set_fastpath_enabled_false_switches_it_off():
+    """Chapter 6: torch.inference_mode() turns autograd off as no_grad does, so the module in eval() mode takes the fast
+    path; torch.backends.mha.set_fastpath_enabled(False) sends it back to the regular path."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = randn(1, 5, 8)
+    assert torch.backends.mha.get_fastpath_enabled()
+    with torch.inference_mode():
+        assert ah.torch_compat.aten_operators(mha, x, x, x) == ["_native_multi_head_attention"]
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            ran = ah.torch_compat.aten_operators(mha, x, x, x)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert "_native_multi_head_attention" not in ran and "_softmax" in ran
+
+
 def test_multihead_attention_bool_masks_mean_blocked():
     """Chapter 7: nn.MultiheadAttention's bool attn_mask and key_padding_mask mean True = blocked (a float mask is
     added, 0 or -inf), and a mask in the other convention raises no error: it blocks the open keys, and a row with
@@ -360,16 +378,33 @@ def test_multihead_attention_fully_masked_row_is_nan_with_weights_and_zero_witho
     assert (fast[1] == 0).all()
 
 
-@pytest.mark.parametrize("need_weights", [True, False])
-def test_multihead_attention_fast_path_gives_nan_to_a_fully_masked_row_and_an_all_padding_sequence(need_weights):
-    """Chapter 7: on the fast path (eval(), no_grad, biases, two heads, batch_first), a query whose keys are all
-    blocked gets NaN whatever need_weights says, the other queries do not, and a sequence whose key_padding_mask marks
-    every key is NaN throughout; the same module on its regular path gives zeros with need_weights=False."""
+def test_multihead_attention_regular_path_gives_an_empty_row_out_projs_bias_without_weights():
+    """Chapter 7: on the regular path with need_weights=False, a query whose keys are all blocked gets zeros from
+    scaled_dot_product_attention, so the module returns out_proj's bias for it (zero as PyTorch initialises it)."""
     torch.manual_seed(0)
-    mha = nn.MultiheadAttention(4, 2, batch_first=True).eval()
+    mha = nn.MultiheadAttention(4, 2, batch_first=True)
+    assert mha.training and (mha.out_proj.bias == 0).all()
     X = randn(1, 3, 4)
     blocked = torch.tensor([[False, False, True], [True, True, True], [False, False, False]])
-    X_two = randn(2, 3, 4, seed=1)
+    with torch.no_grad():
+        zero_bias, _ = mha(X, X, X, attn_mask=blocked, need_weights=False)
+        mha.out_proj.bias.copy_(randn(4, seed=2))
+        out, _ = mha(X, X, X, attn_mask=blocked, need_weights=False)
+    assert (zero_bias[0, 1] == 0).all()
+    assert torch.equal(out[0, 1], mha.out_proj.bias.detach()) and not torch.isnan(out).any()
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("d, h", [(4, 2), (64, 4)])  # heads of width 2, and of 16 (a multiple of 8, as SDPA likes)
+def test_multihead_attention_fast_path_gives_nan_to_a_fully_masked_row_and_an_all_padding_sequence(need_weights, d, h):
+    """Chapter 7: on the fast path (eval(), no_grad, biases, an even head count, batch_first), a query whose keys are
+    all blocked gets NaN whatever need_weights says, the other queries do not, and a sequence whose key_padding_mask
+    marks every key is NaN throughout; the same module on its regular path gives zeros with need_weights=False."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(d, h, batch_first=True).eval()
+    X = randn(1, 3, d)
+    blocked = torch.tensor([[False, False, True], [True, True, True], [False, False, False]])
+    X_two = randn(2, 3, d, seed=1)
     all_padding = torch.tensor([[False, False, True], [True, True, True]])
     with torch.no_grad():
         assert "_native_multi_head_attention" in ah.torch_compat.aten_operators(mha, X, X, X, attn_mask=blocked)
