@@ -1,6 +1,5 @@
-"""Tests for chapter 9's helpers: KV cache, grouped-query attention, the tiny decoder, shard merging, null keys."""
+"""Tests for chapter 9's helpers: KV cache, grouped-query attention and the tiny decoder."""
 
-import math
 
 import pandas as pd
 import pytest
@@ -10,15 +9,6 @@ import torch.nn.functional as F
 import attn_helpers as ah
 from attn_helpers.cost import TensorMemoryTracker
 from attn_helpers.inference import KVCache, decode_flops, decode_times, flops_by_operator, grouped_query_attention
-from attn_helpers.merge import finish_partial, merge_partials, partial_attention
-from attn_helpers.null_attention import (
-    RetrievalAttention,
-    plot_null_weights,
-    retrieval_errors,
-    retrieval_task,
-    softmax_plus_one,
-    train_retrieval,
-)
 
 
 def randn(*shape, seed=0):
@@ -260,102 +250,3 @@ def test_decode_times_returns_positive_seconds(decoder):
     assert (table > 0).all().all()
     with pytest.raises(ValueError, match="positive"):
         decode_times(decoder, [4], threads=0)
-
-
-# ---------------------------------------------------------------- merging shards
-
-
-@pytest.mark.parametrize("splits", [[10], [3, 7], [4, 4, 2], [1] * 10])
-def test_merged_shards_equal_sdpa(splits):
-    q, k, v = randn(2, 3, 5, 8) * 2, randn(2, 3, 10, 8, seed=1) * 2, randn(2, 3, 10, 4, seed=2)
-    mask = ah.causal_mask(5, 10).clone()
-    mask[0] = False  # a query with no allowed key at all
-    parts, start = [], 0
-    for size in splits:
-        parts.append(partial_attention(q, k[..., start:start + size, :], v[..., start:start + size, :],
-                                       mask[:, start:start + size]))
-        start += size
-    merged = merge_partials(parts)
-    out = finish_partial(merged)
-    assert not torch.isnan(out).any()
-    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-6)
-    assert torch.allclose(finish_partial(merge_partials(parts[::-1])), out, atol=1e-6)
-    assert torch.isinf(merged[0][..., 0, :]).all() and (merged[1][..., 0, :] == 0).all()
-
-
-def test_a_fully_blocked_shard_is_minus_inf_zero_zero():
-    m, ell, o = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5), torch.zeros(4, 2, dtype=torch.bool))
-    assert torch.isinf(m).all() and (m < 0).all() and (ell == 0).all() and (o == 0).all()
-
-
-def test_merge_rejects_bad_input():
-    with pytest.raises(ValueError, match="non-empty list"):
-        merge_partials([])
-    a = partial_attention(randn(4, 3), randn(2, 3), randn(2, 5))
-    b = partial_attention(randn(3, 3), randn(2, 3), randn(2, 5))
-    with pytest.raises(ValueError, match="different queries"):
-        merge_partials([a, b])
-    with pytest.raises(ValueError, match="d_k"):
-        partial_attention(randn(4, 3), randn(2, 4), randn(2, 5))
-
-
-# ---------------------------------------------------------------- nothing relevant
-
-
-def test_softmax_plus_one_is_a_null_key_with_score_zero():
-    s = randn(3, 5) * 4
-    with_null = torch.softmax(torch.cat([s, torch.zeros(3, 1)], dim=-1), dim=-1)[:, :-1]
-    assert torch.allclose(softmax_plus_one(s), with_null, atol=1e-7)
-    assert (softmax_plus_one(s).sum(-1) < 1).all()
-    big = softmax_plus_one(torch.tensor([1000.0, 1000.0]))
-    assert torch.allclose(big, torch.tensor([0.5, 0.5]))
-    assert torch.equal(softmax_plus_one(torch.full((3,), -math.inf)), torch.zeros(3))
-    with pytest.raises(TypeError):
-        softmax_plus_one(torch.ones(3, dtype=torch.long))
-
-
-def test_retrieval_task_targets():
-    task = retrieval_task(200, t=5, n_symbols=12, d_v=3, seed=4)
-    assert task.keys.shape == (200, 5) and task.values.shape == (200, 5, 3) and task.target.shape == (200, 3)
-    for i in range(200):
-        keys = task.keys[i].tolist()
-        assert len(set(keys)) == 5
-        if task.present[i]:
-            assert torch.equal(task.target[i], task.values[i, keys.index(int(task.query[i]))])
-        else:
-            assert int(task.query[i]) not in keys and (task.target[i] == 0).all()
-    assert 0.3 < task.present.float().mean() < 0.7
-    assert torch.equal(retrieval_task(10, seed=4).values, retrieval_task(10, seed=4).values)
-
-
-@pytest.mark.parametrize("kwargs, match", [({"n": 0}, "positive"), ({"n": 5, "t": 16}, "must exceed"),
-                                           ({"n": 5, "p_absent": 1.5}, "probability")])
-def test_retrieval_task_rejects_bad_sizes(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        retrieval_task(**kwargs)
-
-
-def test_null_key_lets_absent_queries_attend_nothing():
-    train, test = retrieval_task(512, seed=0), retrieval_task(256, seed=1)
-    results = {}
-    for name in ("softmax", "null_key", "softmax_plus_one"):
-        model = RetrievalAttention(name, seed=0)
-        losses = train_retrieval(model, train, steps=150)
-        assert losses[-1] < losses[0]
-        results[name] = retrieval_errors(model, test)
-    assert results["softmax"]["null_weight_absent"] == 0.0
-    assert results["null_key"]["length_present"] == pytest.approx(1.0, abs=0.1)
-    assert results["softmax"]["length_present"] < results["null_key"]["length_present"]
-    assert results["null_key"]["absent"] < results["softmax"]["absent"]
-    assert results["null_key"]["null_weight_absent"] > results["null_key"]["null_weight_present"]
-    with pytest.raises(ValueError, match="normaliser"):
-        RetrievalAttention("sparsemax")
-    with pytest.raises(ValueError, match="steps"):
-        train_retrieval(RetrievalAttention(), train, steps=0)
-
-
-def test_plot_null_weights():
-    fig = plot_null_weights({"a": torch.rand(3, 4), "b": torch.rand(3, 4)})
-    assert len(fig.axes) >= 2
-    with pytest.raises(ValueError, match="empty"):
-        plot_null_weights({})

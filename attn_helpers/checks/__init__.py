@@ -203,6 +203,3 @@ def run_by_hand(fn: Callable, args: tuple, forbidden: Mapping[Callable, str], na
         raise CheckFailed(f"{name} should return a pair ({first}, {second}), as {owner} does: "
                           f"return {first}, {second}.")
     return result
-
-
-# hints that say nothing of the mistake, which on_other_sizes replaces with its own
