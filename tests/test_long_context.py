@@ -115,6 +115,23 @@ def test_yarn_as_its_authors_code_rounds_the_bounds_to_pair_indices():
     assert (ramp.diff() < 0).all() and not torch.allclose(big_coded, big)
 
 
+
+def test_yarn_rounded_clips_the_upper_bound_at_d_minus_1_as_the_authors_code_does():
+    # d = 8, L = 20000: r = 1 falls at pair index 3.5, rounded up to 4, past the last pair (3). The authors' code
+    # clips it at d - 1 = 7, so it stays 4 and pair 3 sits on the ramp at (3 - low) / (4 - low), not at its end.
+    d, s, L = 8, 4, 20000
+    theta = position.frequencies(d)
+
+    def pair_at(r):
+        return d * math.log(L / (2 * math.pi * r)) / (2 * math.log(10000.0))
+
+    low, high = max(math.floor(pair_at(32)), 0), min(math.ceil(pair_at(1)), d - 1)
+    assert high == 4
+    ramp = ((torch.arange(d // 2, dtype=theta.dtype) - low) / (high - low)).clamp(0, 1)  # 1 = interpolate
+    expected = theta / s * ramp + theta * (1 - ramp)
+    coded = long_context.yarn(d, s, L, rounded=True)
+    assert torch.allclose(coded, expected) and coded[3] > theta[3] / s
+
 def test_yarn_attention_factor():
     assert long_context.yarn_attention_factor(1) == 1.0
     assert math.isclose(long_context.yarn_attention_factor(16), 0.1 * math.log(16) + 1)
