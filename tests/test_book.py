@@ -61,3 +61,15 @@ def test_committed_notebook_is_executed_and_clean(path):
     assert "version" not in nb["metadata"].get("language_info", {}), "strip volatile metadata: `make refresh`"
     assert "widgets" not in nb["metadata"]
     assert not [c for c in nb["cells"] if "execution" in c["metadata"] or "ExecuteTime" in c["metadata"]]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_ends_with_a_summary_then_its_exercises(path):
+    """A rewrite of the last cells must not drop the headings a reader navigates by (## Summary, ## Exercises)."""
+    cells = json.loads(path.read_text())["cells"]
+    headings = [line for c in cells if c["cell_type"] == "markdown"
+                for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
+    first_exercise = next(i for i, c in enumerate(cells) if "{exercise}" in "".join(c["source"]))
+    before = [line for c in cells[:first_exercise] if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
+    assert headings[-2:] == ["## Summary", "## Exercises"] and before[-1] == "## Exercises", headings[-3:]
