@@ -10,9 +10,10 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # are cached in __pycache__ (ignored by git), so the many processes of a test run do not each compile the
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
-# Tests in a browser, and of the built website: they run after build-strict, not with the unit tests. The
+# Tests in a browser, and of the built website (test_explorer_chNN_browser.py: each chapter's explorers): they run
+# after build-strict, not with the unit tests. The
 # learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
-SITE_TESTS := tests/test_links.py tests/test_browser.py tests/test_lab_browser.py
+SITE_TESTS := tests/test_links.py $(wildcard tests/test_*browser.py)
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
@@ -54,7 +55,7 @@ lock:  ## regenerate requirements.txt, the complete lock, from requirements.in w
 		--no-emit-find-links --no-emit-index-url --no-emit-trusted-host -o requirements.txt requirements.in
 	sed -i -E 's/^(torch==[0-9.]+)\+cpu$$/\1/' requirements.txt
 
-book: $(STAMP)  ## execute every chapter (one kernel per core) and write the website to _build/html
+book: $(STAMP) $(NODE_STAMP)  ## execute every chapter (one kernel per core) and write the website to _build/html
 	@mkdir -p $(BOOK_OUT)/_build/.jupyter_cache
 	$(JCACHE) notebook add $(CHAPTERS) > /dev/null
 	OMP_NUM_THREADS=1 $(JCACHE) project execute --executor local-parallel --timeout $(EXEC_TIMEOUT)
@@ -92,7 +93,7 @@ unit: $(STAMP)  ## unit tests of attn_helpers and the book's invariants (2 proce
 nbval: $(STAMP)  ## re-execute every chapter and compare each cell's output with the committed one
 	$(PYTEST) --nbval chapters --nbval-sanitize-with tests/sanitize.cfg
 
-build-strict: $(STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
+build-strict: $(STAMP) $(NODE_STAMP)  ## build the website from the committed outputs, failing on any warning or broken reference
 	BOOK_EXECUTE=off jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 
 browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, every page in headless Chromium) and run chapter 1 in the learners' JupyterLab

@@ -6,6 +6,9 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+# The explorers' browser tests share the fixture site_tab (the built site in one Chromium tab).
+pytest_plugins = ["explorer_browser"]
+
 matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from built_site import ROOT, SITE, html_pages, require_site, skip_or_fail, toc_pages
+from explorer_browser import ALL_DRAWN_JS
 
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL = "apt-get update && apt-get install -y chromium"
@@ -422,6 +423,10 @@ def visit_page(tab: PageProblems, server: str, page_path: str) -> Visit:
         visit.sidebar = page.locator("nav.bd-docs-nav a.reference.internal").evaluate_all(NAV_TARGETS_JS)
         visit.next_page = next(iter(page.locator("a.right-next").evaluate_all(NAV_TARGETS_JS)), None)
         visit.math = typeset_math(page)
+        # the explorers (attn_helpers.explorers) draw after the page's load: axe must see them drawn
+        page.wait_for_function(ALL_DRAWN_JS, timeout=MATH_TIMEOUT_MS)
+        tab.problems += page.locator(".book-explorer[data-error]").evaluate_all(
+            "bs => bs.map(b => 'explorer not drawn: ' + b.dataset.error)")
         visit.broken_images = [i["src"] for i in images(page) if i["width"] == 0]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=screenshot_path(page_path), type="jpeg", quality=80)

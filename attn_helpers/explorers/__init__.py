@@ -1,0 +1,17 @@
+"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 7, 10 and 11).
+
+Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
+(sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
+run in the reader's browser as Vega expressions, so the chart moves on the website, in JupyterLab and on
+Colab alike. :class:`Explorer` is the output a chapter's cell shows; the modules beside this one build one
+each, and each has a plain Python function that computes what its chart shows, which the browser tests
+compare with the chart.
+"""
+
+from .explorer import MIME_TYPE, Explorer, rounded
+from .temperature import temperature_explorer, temperature_view
+
+__all__ = [
+    "MIME_TYPE", "Explorer", "rounded",
+    "temperature_explorer", "temperature_view",  # chapter 2
+]

@@ -1,0 +1,38 @@
+"""How the website draws an explorer: a MyST-NB plugin (registered in pyproject.toml) for Vega-Lite outputs.
+
+The page gets the specification in a JSON script tag and a sentence for readers without JavaScript;
+``_static/explorers.js`` draws it with the Vega libraries the site serves itself (``_ext/explorers.py``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from .explorer import MIME_TYPE
+
+HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
+
+
+class VegaLiteOnPage:
+    """MyST-NB's mime renderer plugin protocol: Vega-Lite above every other output type on HTML pages."""
+
+    mime_priority_overrides = [(builder, MIME_TYPE, 5) for builder in HTML_BUILDERS]
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        if inline or data.mime_type != MIME_TYPE:
+            return None
+        from docutils import nodes
+
+        spec = data.content if isinstance(data.content, dict) else json.loads(data.content)
+        payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+        description = html.escape(spec.get("description", "An interactive figure."))
+        page_html = (
+            '<div class="book-explorer">'
+            f'<script type="application/json">{payload}</script>'
+            f'<p class="book-explorer-fallback">{description} (This interactive figure needs JavaScript.)</p>'
+            "</div>"
+        )
+        return [nodes.raw("", page_html, format="html")]

@@ -1,0 +1,121 @@
+"""Shared by the explorers' browser tests: how a reader reads and moves an explorer, on the site or in JupyterLab.
+
+An explorer (``attn_helpers.explorers``) is drawn by Vega as SVG. Each of its marks carries an ``aria-label``
+(what a screen reader says of it), which the explorers write at eight decimals: the tests read the numbers
+there, as shown, and compare them with the explorer's Python function. Controls are Vega's bindings: a
+``<label>`` holding the control's name and its ``<input>`` or ``<select>``; the tests move them from the
+keyboard, or set them as a reader's drag would (an ``input`` event).
+
+``site_tab`` serves the built website on 127.0.0.1 and fails on any request to another host.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from built_site import require_site, skip_or_fail
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 30_000
+PHONE = {"width": 390, "height": 844}
+#: Waits until every explorer on the page is drawn (or failed, which the test then reports).
+ALL_DRAWN_JS = "() => [...document.querySelectorAll('.book-explorer')].every(b => b.dataset.ready || b.dataset.error)"
+#: The marks a reader's screen reader announces one by one (the axes, which Vega labels too, left out).
+MARKS = "svg [role='graphics-symbol'][aria-label]:not([aria-roledescription='axis']):not([aria-roledescription='legend'])"
+NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_tab() -> Iterator[tuple]:
+    """(page, base URL, problems): one Chromium tab on the built site, at phone width, recording problems."""
+    site = require_site()
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"The explorers' browser tests need Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    problems: list[str] = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+            page = browser.new_page(viewport=PHONE)
+            page.on("request", lambda r: urlsplit(r.url).scheme in ("http", "https")
+                    and urlsplit(r.url).netloc != urlsplit(base).netloc and problems.append(f"request to {r.url}"))
+            page.on("pageerror", lambda e: problems.append(f"JavaScript error: {e}"))
+            page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+            yield page, base, problems
+            browser.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def open_explorers(site_tab: tuple, page_path: str):
+    """Go to ``page_path`` and wait until its explorers are drawn; returns the page's explorer blocks."""
+    page, base, problems = site_tab
+    problems.clear()
+    page.goto(base + page_path)
+    page.wait_for_function(ALL_DRAWN_JS, timeout=TIMEOUT_MS)
+    blocks = page.locator(".book-explorer")
+    errors = [e for e in blocks.evaluate_all("bs => bs.map(b => b.dataset.error || '')") if e]
+    assert not errors and not problems, f"{page_path}: {errors + problems}"
+    assert blocks.count(), f"{page_path} shows no explorer"
+    return blocks
+
+
+def labels(explorer) -> list[str]:
+    """The aria-labels of the explorer's marks (bars, cells, text), in drawing order."""
+    return explorer.locator(MARKS).evaluate_all(
+        "marks => marks.map(m => m.getAttribute('aria-label'))")
+
+
+def numbers(label: str) -> list[float]:
+    """The decimal numbers in one mark's label, in order."""
+    return [float(x) for x in NUMBER.findall(label)]
+
+
+def control(explorer, name: str):
+    """The input or select whose label starts with ``name``."""
+    label = explorer.locator("label", has=explorer.page.locator(".vega-bind-name", has_text=name))
+    assert label.count() == 1, f"no control named {name!r} (or several)"
+    return label.locator("input, select").first
+
+
+def press(explorer, name: str, key: str, times: int = 1) -> None:
+    """Focus the control ``name`` and press ``key`` on it ``times`` times, as a keyboard user does."""
+    widget = control(explorer, name)
+    widget.focus()
+    for _ in range(times):
+        widget.press(key)
+
+
+def slide_to(explorer, name: str, value: float) -> None:
+    """Set the slider ``name`` to ``value`` as a drag does: its value, then an ``input`` event."""
+    control(explorer, name).evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input')); }", value)
+
+
+def value_of(explorer, name: str) -> float:
+    return float(control(explorer, name).input_value())
+
+
+def labels_after(explorer, before: list[str]) -> list[str]:
+    """The marks' labels once the chart has redrawn after a move (they differ from ``before``)."""
+    explorer.page.wait_for_function(
+        "([el, before]) => JSON.stringify([...el.querySelectorAll(`MARKS`)]"
+        ".map(m => m.getAttribute('aria-label'))) !== JSON.stringify(before)".replace("MARKS", MARKS),
+        arg=[explorer.element_handle(), before], timeout=TIMEOUT_MS)
+    return labels(explorer)
