@@ -16,6 +16,7 @@ or fails when $CI is set. It takes about 15-30 s, most of it JupyterLab's start 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -23,10 +24,12 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from built_site import ROOT, skip_or_fail
 from lab import lab_command, lab_env  # noqa: E402
 from make_editions import as_text, learner_edition  # noqa: E402
@@ -52,17 +55,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """The learners' JupyterLab serving a folder with chapter 1's edition; yields (base URL, token, edition)."""
+@contextlib.contextmanager
+def learners_lab(tmp_path: Path, notebooks: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """The learners' JupyterLab serving a folder that holds ``notebooks`` (name -> text); yields (base URL, token)."""
     if not CHROMIUM.is_file():
         skip_or_fail(f"The JupyterLab browser test needs Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
     folder = tmp_path / "my-notebooks"
     folder.mkdir()
-    nb = learner_edition(CHAPTER)
-    answers = [c for c in nb.cells if c.id.endswith("-answer-code")]
-    answers[-1].source = WRONG
-    (folder / CHAPTER.name).write_text(as_text(nb), encoding="utf-8")
+    for name, text in notebooks.items():
+        (folder / name).write_text(text, encoding="utf-8")
     for name, value in SETTINGS.items():
         (tmp_path / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "settings" / name).write_text(json.dumps(value))
@@ -84,7 +85,7 @@ def lab(tmp_path):
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
                 time.sleep(0.2)
-        yield base, token, nb
+        yield base, token
     finally:
         server.terminate()
         try:
@@ -92,6 +93,16 @@ def lab(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """The learners' JupyterLab with chapter 1's edition, a wrong answer typed in; yields (base URL, token, edition)."""
+    nb = learner_edition(CHAPTER)
+    answers = [c for c in nb.cells if c.id.endswith("-answer-code")]
+    answers[-1].source = WRONG
+    with learners_lab(tmp_path, {CHAPTER.name: as_text(nb)}) as (base, token):
+        yield base, token, nb
 
 
 def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
@@ -149,3 +160,68 @@ def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
     assert lines[0].startswith("CheckFailed") and len(lines) <= 6 and not code and not any(
         w in message for w in ("Traceback", "File ", "attn_helpers", "-----", "expected_W")), \
         f"the failed check shows more than its message (what is wrong and the hint):\n{message}"
+
+
+def api(base: str, token: str, path: str) -> list:
+    request = urllib.request.Request(f"{base}/api/{path}", headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or "[]")
+
+
+def wait_for_session(base: str, token: str) -> None:
+    """Wait until the opened notebook's kernel session exists."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not api(base, token, "sessions"):
+        if time.monotonic() > deadline:
+            pytest.fail("the opened notebook started no kernel session")
+        time.sleep(0.2)
+
+
+EXPLORER_CHAPTER = ROOT / "chapters" / "02_scaling.ipynb"
+
+
+@pytest.mark.parametrize("interface", ["lab", "notebooks"])
+def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface):
+    """Chapter 2's temperature explorer, from the edition's saved output, in JupyterLab and in Jupyter Notebook 7
+    (a plain notebook interface, as Colab is): no kernel runs, the keyboard moves the slider (Home, End, Page Up),
+    and the weights shown equal ``temperature_view``'s to 1e-6 at each temperature."""
+    from explorer_browser import labels, labels_after, numbers, press, value_of
+
+    def weights_shown(explorer) -> list[float]:
+        return [numbers(label)[-1] for label in labels(explorer)[:-1]]  # the bars; the last mark is the summary
+    from playwright.sync_api import sync_playwright
+
+    import attn_helpers as ah
+
+    scores = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0], dtype=torch.float64)  # chapter 2's row of scores
+    edition = as_text(learner_edition(EXPLORER_CHAPTER))
+    with learners_lab(tmp_path, {EXPLORER_CHAPTER.name: edition}) as (base, token), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(f"{base}/{interface}/tree/{EXPLORER_CHAPTER.name}?token={token}" if interface == "lab"
+                      else f"{base}/notebooks/{EXPLORER_CHAPTER.name}?token={token}")
+            explorer = page.locator(".jp-RenderedVegaLite").first
+            explorer.locator("svg").wait_for(timeout=TIMEOUT_MS)
+            # Jupyter starts a kernel for an opened notebook: the learner shuts it down from the Kernel menu, to show
+            # that the explorer needs none.
+            wait_for_session(base, token)
+            page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
+            page.click(".lm-Menu-itemLabel:text-is('Shut Down Kernel')")
+            page.wait_for_selector("text=No Kernel", timeout=TIMEOUT_MS)  # the notebook's toolbar says so
+            shown = {value_of(explorer, "temperature T"): weights_shown(explorer)}
+            # JupyterLab keeps the arrow keys for moving between cells (in command mode, even on a focused slider);
+            # Home, End and Page Up/Down move the slider, as a keyboard user learns from the README.
+            for key in ("End", "Home", "PageUp"):
+                before = labels(explorer)
+                press(explorer, "temperature T", key)
+                labels_after(explorer, before)
+                shown[value_of(explorer, "temperature T")] = weights_shown(explorer)
+            kernels = len(api(base, token, "kernels"))
+        finally:
+            browser.close()
+    assert len(shown) == 4 and min(shown) == pytest.approx(0.1) and max(shown) == pytest.approx(10.0)
+    for T, weights in shown.items():
+        assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
+    assert kernels == 0, "a kernel was running while the explorer moved"
