@@ -3,8 +3,8 @@
     python scripts/lab.py [--folder my-notebooks] [chapters/NN_slug.ipynb ...] [-- extra jupyter lab options]
 
 The folder (``my-notebooks/``, ignored by git) is the learner's: editions are made into it again on every
-``make lab``, and a copy the learner has edited is kept, never overwritten (book_editions/learner_copies.py says how; the
-script prints what it kept and where the fresh edition went). JupyterLab starts in that folder, so reading or
+``make lab``, and a copy the learner has edited is kept, never overwritten (book_editions/learner_copies.py says
+how; the script prints what it kept and where the fresh edition went). JupyterLab starts in that folder, so reading or
 running a chapter there never changes a file git tracks (a kernel writes its Python version into the notebook
 it runs, and autosave saves it).
 

@@ -81,7 +81,7 @@ def run(step: Step, chapter: Chapter, cell_id: str) -> At:
 def test_the_hand_made_chapter_reads_as_intended(chapter):
     assert [ex.label for ex in chapter.exercises] == ["ex-ch01-tiny", "ex-ch01-why"]
     assert chapter.exercises[0].predict and chapter.exercises[1].words
-    assert chapter.answers == {INDEX["sol1"], INDEX["sol2"]} and set(chapter.checks) == {INDEX["check1"],
+    assert chapter.solution_code == {INDEX["sol1"], INDEX["sol2"]} and set(chapter.checks) == {INDEX["check1"],
                                                                                         INDEX["check2"]}
     assert [chapter.number(ex) for ex in chapter.exercises] == ["1.1", "1.2"]
 
@@ -240,4 +240,4 @@ def test_a_chapter_is_read_before_any_step_changes_it(tmp_path):
     nbformat.write(new_notebook(cells=copy.deepcopy(CELLS)), tmp_path / CHAPTER_1.name)
     chapter = Chapter.read(tmp_path / CHAPTER_1.name, ROOT)
     run(StubSolution(), chapter, "sol2")  # now tagged `solution`, but the roles were worked out before
-    assert chapter.solved == {INDEX["sol1"]: chapter.exercises[0]}
+    assert chapter.tagged_solutions == {INDEX["sol1"]: chapter.exercises[0]}

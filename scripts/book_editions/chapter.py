@@ -27,14 +27,15 @@ class Chapter:
     path: Path
     text: ChapterText
     exercises: list[Exercise]
-    cells: list[nbformat.NotebookNode] = field(init=False)  # the chapter's cells, in order, as the walk found them
-    exercise_at: dict[int, Exercise] = field(init=False)  # the {exercise} cells
-    owner: dict[int, Exercise] = field(init=False)        # every cell from an exercise's text to its check cell
-    gates: dict[int, tuple[Exercise, list[str]]] = field(init=False)  # gate cells: their exercise, "start"/"end"
-    gated: set[int] = field(init=False)                   # gate cells and the cells between a start and its end
-    solved: dict[int, Exercise] = field(init=False)       # the code cells tagged `solution`, by exercise
-    answers: set[int] = field(init=False)                 # code cells tagged `solution` or between gates
-    checks: dict[int, Exercise] = field(init=False)       # check cells
+    # By cell index, worked out before any step changes a cell:
+    cells: list[nbformat.NotebookNode] = field(init=False)     # the chapter's cells, in order
+    exercise_at: dict[int, Exercise] = field(init=False)       # the {exercise} cells
+    owner: dict[int, Exercise] = field(init=False)             # every cell from an exercise's text to its check
+    gates: dict[int, tuple[Exercise, list[str]]] = field(init=False)  # gate cells: exercise, ["start", "end"]
+    gated: set[int] = field(init=False)                        # gate cells and the cells between two gates
+    tagged_solutions: dict[int, Exercise] = field(init=False)  # code cells tagged `solution`, by exercise
+    solution_code: set[int] = field(init=False)                # code cells tagged `solution` or between gates
+    checks: dict[int, Exercise] = field(init=False)            # check cells
 
     def __post_init__(self) -> None:
         exercises = self.exercises
@@ -46,9 +47,9 @@ class Chapter:
             for kind, _, i in ex.gates:
                 self.gates.setdefault(i, (ex, []))[1].append(kind)
         self.gated = inside_gates(exercises)
-        self.solved = {i: ex for ex in exercises for i in ex.solution_cells}
-        self.answers = {i for i, cell in enumerate(self.nb.cells)
-                        if cell.cell_type == "code" and (is_solution(cell) or i in self.gated)}
+        self.tagged_solutions = {i: ex for ex in exercises for i in ex.solution_cells}
+        self.solution_code = {i for i, cell in enumerate(self.cells)
+                              if cell.cell_type == "code" and (is_solution(cell) or i in self.gated)}
         self.checks = {ex.check_cell: ex for ex in exercises}
 
     @classmethod

@@ -89,9 +89,8 @@ class SolutionLine(Step):
     from the learner's (attn_helpers/checks/_answer.py)."""
 
     def cell(self, at: At) -> None:
-        if at.index in at.chapter.solved:
-            at.cell.source = SOLUTION_LINE.format(number=at.chapter.number(at.chapter.solved[at.index])) + "\n" \
-                + at.cell.source
+        if (ex := at.chapter.tagged_solutions.get(at.index)) is not None:
+            at.cell.source = SOLUTION_LINE.format(number=at.chapter.number(ex)) + "\n" + at.cell.source
 
 
 def is_colab_setup(at: At) -> bool:

@@ -74,9 +74,9 @@ def as_comments(notes: str, width: int = 100) -> str:
         lines += ["#"] if lines else []
         for item in items:
             marker = LIST_ITEM_RE.match(item)
+            indent = " " * len(marker.group(0)) if marker else ""
             lines += [f"# {line}" for line in textwrap.wrap(item, width - 2, break_long_words=False,
-                                                             break_on_hyphens=False,
-                                                             subsequent_indent=" " * len(marker.group(0)) if marker else "")]
+                                                             break_on_hyphens=False, subsequent_indent=indent)]
     return "".join(line + "\n" for line in lines)
 
 
@@ -97,10 +97,11 @@ class SolutionRegion(Step):
 
     def cell(self, at: At) -> None:
         chapter, i = at.chapter, at.index
-        if i not in chapter.answers:
+        if i not in chapter.solution_code:
             return
         ex = chapter.owner.get(i)
-        n = sum(1 for j in chapter.answers if j < i and chapter.owner.get(j) and chapter.owner[j].label == ex.label)
+        # the exercise's solution cells before this one (grade ids -solution, -solution-2 ...)
+        n = sum(1 for j in chapter.solution_code if j < i and j in chapter.owner and chapter.owner[j].label == ex.label)
         comments = as_comments(chapter.written_solutions[ex.label] if not ex.written and n == 0 else "")
         at.cell.source = f"{BEGIN}\n{comments}{at.cell.source.rstrip()}\n{END}"
         at.cell.outputs, at.cell.execution_count = [], None
@@ -114,7 +115,7 @@ class GradedCheck(Step):
 
     def cell(self, at: At) -> None:
         i = at.index
-        if i in at.chapter.checks and i not in at.chapter.answers:
+        if i in at.chapter.checks and i not in at.chapter.solution_code:
             ex = at.chapter.checks[i]
             at.cell.outputs, at.cell.execution_count = [], None
             at.cell.metadata["nbgrader"] = nbgrader_meta(f"{ex.label}-check", grade=True, locked=True,
@@ -127,7 +128,7 @@ class LockCell(Step):
 
     def cell(self, at: At) -> None:
         i = at.index
-        if i in at.chapter.answers or i in at.chapter.checks:
+        if i in at.chapter.solution_code or i in at.chapter.checks:
             return
         grade_id = f"{at.exercise.label}-text" if at.exercise else f"ch{at.chapter.path.name[:2]}-cell-{i:03d}"
         at.cell.metadata["nbgrader"] = nbgrader_meta(grade_id, locked=True)

@@ -25,7 +25,7 @@ class StubSolution(Step):
     the exercise and says what to do, and no output."""
 
     def cell(self, at: At) -> None:
-        if at.index not in at.chapter.answers:
+        if at.index not in at.chapter.solution_code:
             return
         ex, text = at.chapter.owner.get(at.index), at.chapter.text
         number = text.targets[ex.label].number if ex and ex.label in text.targets else "?"
@@ -38,7 +38,7 @@ class LockCheck(Step):
     Notebook, so that no answer is typed into it."""
 
     def cell(self, at: At) -> None:
-        if at.is_code and at.index in at.chapter.checks and at.index not in at.chapter.answers:
+        if at.is_code and at.index in at.chapter.checks and at.index not in at.chapter.solution_code:
             tag(at.cell, CHECK_TAG)
             at.cell.metadata.update(editable=False, deletable=False)
             at.cell.outputs, at.cell.execution_count = [], None
