@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from exercise_cells import find_exercises
+from book_editions.exercise_cells import find_exercises
 from nbclient import NotebookClient
 
 WORDS_PER_MINUTE = 150          # careful reading of technical prose

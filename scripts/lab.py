@@ -3,8 +3,8 @@
     python scripts/lab.py [--folder my-notebooks] [chapters/NN_slug.ipynb ...] [-- extra jupyter lab options]
 
 The folder (``my-notebooks/``, ignored by git) is the learner's: editions are made into it again on every
-``make lab``, and a copy the learner has edited is kept, never overwritten (learner_copies.py says how; the
-script prints what it kept and where the fresh edition went). JupyterLab starts in that folder, so reading or
+``make lab``, and a copy the learner has edited is kept, never overwritten (book_editions/learner_copies.py says
+how; the script prints what it kept and where the fresh edition went). JupyterLab starts in that folder, so reading or
 running a chapter there never changes a file git tracks (a kernel writes its Python version into the notebook
 it runs, and autosave saves it).
 
@@ -12,7 +12,7 @@ The learners' JupyterLab is the book's environment with three things switched of
 ``scripts/learners_lab/`` (put first on ``JUPYTER_CONFIG_PATH``): nbgrader's lab and server extensions (its
 Validate button and its menus belong to instructors, who keep them in their own ``jupyter lab``), and
 jupyterlab-myst, which the editions do not need (they are plain Markdown; their display equations are
-``equation*``, which it does not number a second time, see scripts/plain_markdown.py). As root (a Docker
+``equation*``, which it does not number a second time, see book_editions/plain_markdown.py). As root (a Docker
 container), JupyterLab needs ``--allow-root``.
 """
 
@@ -23,9 +23,9 @@ import os
 import sys
 from pathlib import Path
 
+from book_editions.learner_copies import place, report
+from book_editions.learners import as_text, learner_edition
 from book_toc import ROOT, toc_files
-from learner_copies import place, report
-from make_editions import as_text, learner_edition
 
 LAB_CONFIG = ROOT / "scripts" / "learners_lab"
 FOLDER = ROOT / "my-notebooks"

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from book_chapters import CHAPTERS
-from exercise_cells import find_exercises
+from book_editions.exercise_cells import find_exercises
 from IPython.core.inputtransformer2 import TransformerManager
 
 FEW = 6  # more tokens than this is the solution's code, not an idiom (`x.size(0)` has six, `x.shape[-1]` seven)

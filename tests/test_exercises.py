@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from exercise_cells import CHECK_CALL_RE, find_exercises, is_solution  # noqa: E402
+from book_editions.exercise_cells import CHECK_CALL_RE, find_exercises, is_solution  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)

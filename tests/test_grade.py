@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from exercise_cells import PREDICTION_PROMPT
+from book_editions.exercise_cells import PREDICTION_PROMPT
 from grading_fixtures import CHECKS, LABELS, RIGHT, WRONG, chapter, code, md, student_edition, without_metadata, write
 
 ROOT = Path(__file__).resolve().parent.parent

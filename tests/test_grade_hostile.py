@@ -233,8 +233,8 @@ def test_a_learners_edition_whose_answer_cells_define_other_names_is_not_passed(
     """Chapter 1's learners' edition handed in with answer cells that leave the folded solution's names in
     place (a typo, another function name, `pass`): graded for real, no exercise passes, and each row says
     which name the answer cell does not define (issue 40)."""
+    from book_editions.learners import learner_edition
     from grade import grade_folder
-    from make_editions import learner_edition
 
     chapter_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
     nb = learner_edition(chapter_1)

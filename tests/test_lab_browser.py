@@ -30,10 +30,10 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from book_editions.learners import as_text, learner_edition  # noqa: E402
+from book_editions.plain_markdown import ChapterText  # noqa: E402
 from built_site import ROOT, skip_or_fail
 from lab import lab_command, lab_env  # noqa: E402
-from make_editions import as_text, learner_edition  # noqa: E402
-from plain_markdown import ChapterText  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHAPTER = ROOT / "chapters" / "01_weighted_average.ipynb"

@@ -1,5 +1,5 @@
 """The learners' editions (scripts/make_editions.py) and the learner's folder that make lab fills
-(scripts/learner_copies.py, scripts/lab.py). Nothing here executes a chapter: the editions are made from the
+(scripts/book_editions/learner_copies.py, scripts/lab.py). Nothing here executes a chapter: the editions are made from the
 committed outputs, which nbval checks; tests/test_lab_browser.py opens one in a real JupyterLab."""
 
 import json
@@ -12,13 +12,13 @@ import lab
 import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, ROOT, by_name
-from edition_cells import CAPTION_TAG, is_glue_record
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, find_exercises, is_solution
-from learner_copies import ASIDE, MANIFEST, place, report
-from make_editions import as_text, learner_edition
+from book_editions.cells import CAPTION_TAG, is_glue_record
+from book_editions.exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, find_exercises, is_solution
+from book_editions.learner_copies import ASIDE, MANIFEST, place, report
+from book_editions.learners import as_text, learner_edition
 from make_editions import main as make_editions_main
 
-from attn_helpers.checks._answer import _SOLUTION_RE, waiting_note
+from attn_helpers.checks._answer import SOLUTION_RE, waiting_note
 
 HEADING = re.compile(r"^(#{1,6})\s")
 
@@ -66,7 +66,7 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
         if cell.cell_type == "code":  # every code cell is there, as it is, with its outputs (glue records aside)
             if cell.id in solutions:  # a solution's code under a first line by which the check knows it (_answer.py)
                 first, _, rest = by_id[cell.id].source.partition("\n")
-                assert rest == cell.source and _SOLUTION_RE.match(first) and first.startswith("# The book's solution")
+                assert rest == cell.source and SOLUTION_RE.match(first) and first.startswith("# The book's solution")
             else:
                 assert by_id[cell.id].source == cell.source
             if cell.id not in checks:

@@ -20,8 +20,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # runs real nbgrader, with real kernels: scheduled first (conftest.py)
 
-from exercise_cells import find_exercises, is_solution  # noqa: E402
-from make_nbgrader import BEGIN, END, POINTS, as_comments, make_nbgrader, nbgrader_source  # noqa: E402
+from book_editions.exercise_cells import find_exercises, is_solution  # noqa: E402
+from book_editions.nbgrader_course import BEGIN, END, POINTS, as_comments, make_nbgrader, nbgrader_source  # noqa: E402
 from make_nbgrader import main as make_nbgrader_main  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))

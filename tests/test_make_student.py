@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from book_chapters import CHAPTER_1, CHAPTERS, MYST, by_name
-from edition_cells import CAPTION_TAG, STUB_WIDTH
-from exercise_cells import (
+from book_editions.cells import CAPTION_TAG, STUB_WIDTH
+from book_editions.exercise_cells import (
     CHECK_TAG,
     PREDICTION_PROMPT,
     PREDICTION_TAG,
@@ -23,9 +23,9 @@ from exercise_cells import (
     is_solution,
     written_prediction,
 )
+from book_editions.student import make_student
 from grading.assemble import assemble, read_book
 from make_student import main as make_student_main
-from make_student import make_student
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -236,7 +236,7 @@ def test_exercises_that_ask_for_words_are_found_by_their_text_or_a_marker():
     for text in ["Compute `why = x.sum()` of shape $(2, 3)$.", "Write a function `f(x)` that returns y.",
                  "Use $\\text{why?}$ as a name."]:
         assert not ex(text).words, text
-    from plain_markdown import ChapterText
+    from book_editions.plain_markdown import ChapterText
 
     text = ChapterText.of(nbformat.read(CHAPTER_1, as_version=4), CHAPTER_1)
     assert text.plain(f"Compute `x`.\n{WORDS_MARKER}\nThen stop.") == "Compute `x`.\nThen stop."  # unseen in editions
@@ -248,7 +248,7 @@ def test_exercises_that_ask_for_words_are_found_by_their_text_or_a_marker():
 
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.name[:2] in ("03", "10")], ids=lambda p: p.name)
 def test_an_exercise_that_asks_for_words_has_a_place_for_them_and_the_grader_reads_it(chapter, tmp_path):
-    from make_editions import learner_edition
+    from book_editions.learners import learner_edition
 
     book = read_book(chapter)
     asking = [ex for ex in find_exercises(nbformat.read(chapter, as_version=4)) if ex.words]

@@ -1,4 +1,4 @@
-"""scripts/plain_markdown.py: MyST roles and directives become the plain Markdown the website shows."""
+"""scripts/book_editions/plain_markdown.py: MyST roles and directives become the plain Markdown the website shows."""
 
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from plain_markdown import ChapterText, MystError, chapter_number, exercise_heading, myst_left  # noqa: E402
+from book_editions.plain_markdown import ChapterText, MystError, chapter_number, exercise_heading, myst_left  # noqa: E402
 
 BIB = """
 @misc{solo2020, author = {Solo, Han}, title = {One}, year = {2020}}

@@ -25,7 +25,7 @@ import sys
 
 # The first line of every solution code cell of a learners' edition (scripts/make_editions.py writes it).
 SOLUTION_LINE = "# The book's solution to Exercise {number} (folded): write yours under \"Your answer\" below."
-_SOLUTION_RE = re.compile(r"^# The book's solution to Exercise (?P<number>\d+\.\d+)\b")
+SOLUTION_RE = re.compile(r"^# The book's solution to Exercise (?P<number>\d+\.\d+)\b")
 
 _from_solution: dict[str, tuple[str, object]] = {}  # name -> (exercise number, the object the folded solution bound)
 _watching = False
@@ -116,7 +116,7 @@ def _after_cell(result) -> None:
     if names is None:  # `from … import *` may have bound anything
         _from_solution.clear()
         return
-    solution = _SOLUTION_RE.match(raw.lstrip())
+    solution = SOLUTION_RE.match(raw.lstrip())
     failed = getattr(result, "error_before_exec", None) is not None or getattr(result, "error_in_exec", None) is not None
     for name in names:
         if solution and name in shell.user_ns:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from exercise_cells import (
+from book_editions.exercise_cells import (
     CHECK_TAG,
     EXERCISE_META,
     EXERCISE_RE,
@@ -32,14 +32,14 @@ from exercise_cells import (
     is_solution,
     written_prediction,
 )
-from exercise_cells import find_exercises as _find_exercises
+from book_editions.exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
 from .sandbox import ROOT
 
 LABEL_CHAPTER_RE = re.compile(r"^ex-ch(\d+)-")
 # A student edition's exercise heading, "### Exercise 1.2 (medium): …", and the line at the end of its text
-# that shows its label, "*Label: `ex-ch01-function`*" (scripts/plain_markdown.py writes both).
+# that shows its label, "*Label: `ex-ch01-function`*" (book_editions/plain_markdown.py writes both).
 HEADING_RE = re.compile(r"^#{1,6}[ \t]*Exercise[ \t]+(?P<number>\d+\.\d+)\b")
 SHOWN_LABEL_RE = re.compile(r"^[ \t]*\*Label: `(?P<label>ex-ch\d+-[\w-]+)`\*[ \t]*$", re.MULTILINE)
 CHECK_FUNCTION_RE = re.compile(r"\bcheck\.(\w+)\(")

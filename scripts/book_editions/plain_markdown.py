@@ -32,7 +32,7 @@ which would otherwise number each ``$$`` block again, "(1.1) (1)" (it reads ``eq
 
 Anything else in MyST syntax raises ``MystError`` naming it, so a new role or directive in a chapter
 fails loudly (tests/test_make_student.py runs this over every chapter) instead of reaching students raw.
-Used by make_student.py and make_nbgrader.py.
+Used by the editions (book_editions/steps.py, book_editions/nbgrader_course.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from pathlib import Path
 
 import nbformat
 from book_toc import ROOT, toc_files
-from exercise_cells import LEVEL_RE, WORDS_MARKER_RE
+
+from .exercise_cells import LEVEL_RE, WORDS_MARKER_RE
 
 ROLE_RE = re.compile(r"\{(?P<role>[a-z][a-z0-9_:-]*)\}`(?P<content>[^`]*)`")
 FENCE_RE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[a-z][a-z0-9_-]*)\}[ \t]*(?P<arg>.*)$")
@@ -145,7 +146,7 @@ class ChapterText:
         if role == "doc":
             return self.doc_title(content)
         raise MystError(f"{self.name}: the role {{{role}}} has no plain-Markdown form; "
-                        f"add one to scripts/plain_markdown.py (ChapterText.role)")
+                        f"add one to scripts/book_editions/plain_markdown.py (ChapterText.role)")
 
     def glue(self, content: str, role: str = "glue:text") -> str:
         """A glued value as the website shows it: myst-nb's own formatting of its text form."""
@@ -260,7 +261,7 @@ class ChapterText:
         if name in ("solution",):  # an ungated solution: students do not see it
             return []
         raise MystError(f"{self.name}: the directive {{{name}}} has no plain-Markdown form; "
-                        f"add one to scripts/plain_markdown.py (ChapterText._directive)")
+                        f"add one to scripts/book_editions/plain_markdown.py (ChapterText._directive)")
 
 
 def number_targets(nb: nbformat.NotebookNode, chapter: int, name: str) -> dict[str, Target]:

@@ -8,12 +8,12 @@ An exercise is, in this order (see instructors.md, "Adding a chapter"):
 4. a markdown cell with ``{solution-end}``;
 5. an untagged code cell that calls ``check.<fn>(...)``.
 
-Student editions (scripts/make_student.py) drop cells 2 and 4, stub cells 3, tag cell 5 ``exercise-check``,
+Student editions (book_editions/student.py) drop cells 2 and 4, stub cells 3, tag cell 5 ``exercise-check``,
 turn cell 1 into a plain Markdown heading ("### Exercise 1.2 (medium): ...") whose cell metadata
 ``exercise`` keeps the label and the directive's title, and add after a "predict, then run" exercise's
 text a markdown answer cell tagged ``exercise-prediction`` (``exercise-words`` after one that asks for an answer in
 words, see WORDS_RE). The parser accepts both forms. Used by
-make_student.py, make_nbgrader.py, grade.py, chapter_times.py and tests/test_exercises.py.
+the editions (book_editions/chapter.py), the grader (grading/assemble.py), chapter_times.py and the tests.
 """
 
 from __future__ import annotations

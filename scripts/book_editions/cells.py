@@ -1,11 +1,11 @@
-"""What the learners' editions (make_editions.py) and the student editions (make_student.py) share.
+"""The cells an edition adds to its chapter, and the small facts about a chapter's cells the steps share.
 
-Both are notebooks made for plain Jupyter and Colab from a MyST chapter, and both add cells the chapter does
-not have: a visible "**Figure 1.1:** caption" under each figure (the website prints the caption from the
-code cell's metadata, which Jupyter never shows), and a prediction cell under each "predict, then run"
-exercise. A new cell's id is made from the id of the chapter's cell it belongs to, so an edition made twice
-from the same chapter is the same file (tests/test_make_editions.py compares the committed editions with
-freshly made ones).
+Every edition is a notebook made for plain Jupyter and Colab from a MyST chapter, and adds cells the chapter
+does not have: a visible "**Figure 1.1:** caption" under each figure (the website prints the caption from the
+code cell's metadata, which Jupyter never shows), a prediction cell under each "predict, then run" exercise,
+a stub in place of a solution. A new cell's id is made from the id of the chapter's cell it belongs to, so an
+edition made twice from the same chapter is the same file (tests/test_make_editions.py compares the committed
+editions with freshly made ones).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import textwrap
 
 import nbformat
-from exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, WORDS_TAG
-from plain_markdown import ChapterText
+
+from .exercise_cells import PREDICTION_PROMPT, PREDICTION_TAG, WORDS_PROMPT, WORDS_TAG, Exercise
+from .plain_markdown import ChapterText
 
 CAPTION_TAG = "figure-caption"  # the markdown cell under a figure that shows its number and caption
 
@@ -24,12 +25,26 @@ def is_glue_record(output) -> bool:
     return output.get("output_type") == "display_data" and "scrapbook" in output.get("metadata", {})
 
 
+def tag(cell: nbformat.NotebookNode, name: str) -> None:
+    """Add the tag ``name`` to ``cell``'s tags, unless it has it already."""
+    tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+    if name not in tags:
+        tags.append(name)
+
+
+def exercise_metadata(ex: Exercise, text: ChapterText) -> dict:
+    """The ``exercise`` cell metadata of an exercise's heading: its label, title, level and number."""
+    return {"label": ex.label, "title": ex.title, "level": ex.level,
+            "number": text.targets[ex.label].number if ex.label in text.targets else None}
+
+
 def derived_id(cell: nbformat.NotebookNode, suffix: str) -> str:
     """The id of a cell an edition adds after (or in place of) the chapter's ``cell``: that cell's id and a suffix."""
     return f"{cell.get('id') or 'cell'}-{suffix}"[-64:]  # nbformat allows 64 characters
 
 
 def new_markdown(after: nbformat.NotebookNode, suffix: str, source: str, **metadata) -> nbformat.NotebookNode:
+    """A markdown cell to put after (or in place of) the chapter's cell ``after``, its id derived from that cell's."""
     return nbformat.v4.new_markdown_cell(source, id=derived_id(after, suffix), metadata=metadata)
 
 
@@ -65,4 +80,5 @@ def stub(number: str, label: str | None) -> str:
     return "# YOUR CODE HERE\nraise NotImplementedError(\n" + "\n".join(f"    {piece!r}" for piece in pieces) + ")"
 
 
-__all__ = ["CAPTION_TAG", "derived_id", "figure_caption", "is_glue_record", "new_markdown", "prediction_cell", "stub", "STUB_WIDTH"]
+__all__ = ["CAPTION_TAG", "STUB_WIDTH", "derived_id", "exercise_metadata", "figure_caption", "is_glue_record",
+           "new_markdown", "prediction_cell", "stub", "tag"]

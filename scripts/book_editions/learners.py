@@ -1,0 +1,140 @@
+"""The learners' editions: the chapters as a learner opens them in JupyterLab or on Colab, solutions folded.
+
+scripts/make_editions.py says what an edition holds; here it is as its list of steps, ``LEARNERS`` for the
+committed editions (which the Colab and Binder buttons open) and ``LAB`` for ``make lab``'s copies, which
+Colab never opens and which leave out the Colab set-up cell.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+from book_toc import ROOT
+
+from attn_helpers.checks._answer import SOLUTION_LINE, correct_line, waiting_note
+
+from .cells import derived_id, new_markdown
+from .chapter import Chapter
+from .exercise_cells import GATE_BLOCK
+from .steps import DropGlueRecords, ExerciseMetadata, FigureCaption, PredictionCell, ResolveMyst
+from .walk import At, Edition, Step
+
+COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a folded heading
+ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
+          "# run it, then run the check below. Until then, the check checks the folded solution above.\n"
+          'ah.checks.no_answer_yet("{number}")')
+CORRECT = re.compile(r"^✓ (.+): correct$")
+COLAB_TAG = "colab-setup"  # each chapter's first code cell, which sets up Colab and does nothing elsewhere
+
+
+def answered_before(chapter: Chapter, index: int) -> str | None:
+    """The number of the exercise whose "Your answer" cell the edition puts right before the chapter's cell
+    ``index`` (only cells that are not code between them), else None."""
+    for i in range(index - 1, -1, -1):
+        if chapter.cells[i].cell_type == "code":
+            return None
+        if i in chapter.gates and "end" in chapter.gates[i][1]:
+            return chapter.number(chapter.gates[i][0])
+    return None
+
+
+class CheckAsRunAllShows(Step):
+    """The check cell under an untouched answer cell shows what Run All prints there: that the book's solution
+    passed, and that the exercise waits for the learner's answer (attn_helpers/checks/_answer.py)."""
+
+    def cell(self, at: At) -> None:
+        if not at.is_code or (number := answered_before(at.chapter, at.index)) is None:
+            return
+        for out in at.cell.outputs:
+            if out.get("output_type") == "stream" and out.get("name") == "stdout":
+                lines = out.text.splitlines()
+                if lines and all(CORRECT.match(line) for line in lines):
+                    out.text = "\n".join([waiting_note(number), *(correct_line(CORRECT.match(line)[1], True)
+                                                                   for line in lines)]) + "\n"
+
+
+class FoldSolution(Step):
+    """Each solution folded under a heading, "Solution to Exercise 1.2", that JupyterLab, Notebook 7 and Colab
+    show collapsed, then a "Your answer" heading over a code cell for the learner's own attempt: the
+    ``{solution-start}`` and ``{solution-end}`` cells give way to those (with their prose, if any)."""
+
+    def cell(self, at: At) -> None:
+        if at.index not in at.chapter.gates:
+            return
+        ex, kinds = at.chapter.gates[at.index]
+        gate, number = at.cell, at.chapter.number(ex)
+        prose = at.chapter.text.plain(GATE_BLOCK.sub("", gate.source)).strip()
+        at.drop()
+        if "start" in kinds:
+            heading = new_markdown(gate, "solution", f"#### Solution to Exercise {number}", **{COLLAPSED: True})
+            heading.metadata["id"] = heading.id  # the id Colab's collapsed_sections refers to
+            at.add(heading)
+        if prose:
+            at.add(new_markdown(gate, "solution-text", prose))
+        if "end" in kinds:
+            at.add(new_markdown(gate, "answer", "#### Your answer"))
+            at.add(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(gate, "answer-code")))
+
+    def end(self, nb: nbformat.NotebookNode, chapter: Chapter) -> None:
+        """Colab folds the headings its notebook metadata lists, by their ``metadata.id``."""
+        folded = [derived_id(chapter.cells[i], "solution") for i, (_, kinds) in sorted(chapter.gates.items())
+                  if "start" in kinds]
+        nb.metadata["colab"] = {"collapsed_sections": folded}
+
+
+class SolutionLine(Step):
+    """A solution code cell begins with the comment line by which the check tells the folded solution's names
+    from the learner's (attn_helpers/checks/_answer.py)."""
+
+    def cell(self, at: At) -> None:
+        if (ex := at.chapter.tagged_solutions.get(at.index)) is not None:
+            at.cell.source = SOLUTION_LINE.format(number=at.chapter.number(ex)) + "\n" + at.cell.source
+
+
+def is_colab_setup(at: At) -> bool:
+    return at.is_code and COLAB_TAG in at.cell.metadata.get("tags", [])
+
+
+class FoldColabSetup(Step):
+    """The Colab set-up cell folded, without the "[1]" of the chapter's run (not run yet, for the learner)."""
+
+    def cell(self, at: At) -> None:
+        if is_colab_setup(at):
+            at.cell.execution_count = None
+            at.cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+
+
+class DropColabSetup(Step):
+    """No Colab set-up cell: the copies ``make lab`` makes are opened in JupyterLab, never on Colab."""
+
+    def cell(self, at: At) -> None:
+        if is_colab_setup(at):
+            at.drop()
+
+
+def learners_steps(colab_setup: Step) -> list[Step]:
+    return [CheckAsRunAllShows(), FoldSolution(), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
+            DropGlueRecords(), colab_setup, SolutionLine(), FigureCaption()]
+
+
+LEARNERS = Edition("learners", learners_steps(FoldColabSetup()))
+LAB = Edition("make lab's copies", learners_steps(DropColabSetup()))
+
+
+def learner_edition(chapter: Path, root: Path = ROOT, colab: bool = True) -> nbformat.NotebookNode:
+    """The learners' edition of ``chapter`` (a notebook of the book in ``root``): ``LEARNERS``, or without
+    ``colab`` (``make lab``'s copies) ``LAB``."""
+    return (LEARNERS if colab else LAB).make(chapter, root)
+
+
+def as_text(nb: nbformat.NotebookNode) -> str:
+    """The file's text, as nbformat writes it (validated)."""
+    nbformat.validate(nb)
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+__all__ = ["LAB", "LEARNERS", "CheckAsRunAllShows", "DropColabSetup", "FoldColabSetup", "FoldSolution",
+           "SolutionLine", "as_text", "learner_edition"]
