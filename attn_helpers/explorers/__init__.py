@@ -8,8 +8,8 @@ each, and each has a plain Python function that computes what its chart shows, w
 compare with the chart.
 """
 
-from .explorer import MIME_TYPE, Explorer, rounded
-from .temperature import temperature_explorer, temperature_view
+from ._explorer import MIME_TYPE, Explorer, rounded
+from ._temperature import temperature_explorer, temperature_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",

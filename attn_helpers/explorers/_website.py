@@ -10,7 +10,7 @@ import html
 import json
 from typing import Any
 
-from .explorer import MIME_TYPE
+from ._explorer import MIME_TYPE
 
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
 

@@ -10,7 +10,7 @@ import torch
 
 from ..explore import temperature_weights
 from ..scaling import entropy
-from .explorer import Explorer, rounded
+from ._explorer import Explorer, rounded
 
 __all__ = ["temperature_view", "temperature_explorer"]
 
