@@ -9,9 +9,11 @@ compare with the chart.
 """
 
 from .explorer import MIME_TYPE, Explorer, rounded
+from .masks import mask_explorer, mask_view
 from .temperature import temperature_explorer, temperature_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "mask_explorer", "mask_view",  # chapter 7
 ]
