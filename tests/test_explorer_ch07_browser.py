@@ -64,9 +64,10 @@ def assert_matches_python(explorer, causal: bool, length: int, window: int | Non
     assert summary.endswith(rows.get(empties, f"{empties} queries have no key left: weights all 0")), summary
 
 
-def move(explorer, action) -> None:
+def move(explorer, action, *args) -> None:
+    """``action(explorer, *args)``, then wait until the chart has redrawn."""
     before = labels(explorer)
-    action()
+    action(explorer, *args)
     labels_after(explorer, before)
 
 
@@ -82,23 +83,23 @@ def test_the_mask_explorer_computes_what_python_does(site_tab):
     assert not is_checked(explorer, "causal") and value_of(explorer, "real tokens") == 6
     assert value_of(explorer, "window") == 0
     assert_matches_python(explorer, False, 6, None)  # the chapter's padding: the two <pad> keys masked
-    move(explorer, lambda: press(explorer, "causal", "Space"))  # the space bar ticks the check box
+    move(explorer, press, "causal", "Space")  # the space bar ticks the check box
     assert is_checked(explorer, "causal")
     assert_matches_python(explorer, True, 6, None)
-    move(explorer, lambda: press(explorer, "window", "ArrowRight", times=2))
+    move(explorer, press, "window", "ArrowRight", 2)
     assert value_of(explorer, "window") == 2
     assert_matches_python(explorer, True, 6, 2)  # the two <pad> queries: keys 5 and 6, 6 and 7
-    move(explorer, lambda: slide_to(explorer, "real tokens", 3))
+    move(explorer, slide_to, "real tokens", 3)
     assert_matches_python(explorer, True, 3, 2)  # the chapter's suggestion: queries 4 to 7 keep no key
     assert ah.explorers.mask_view(SCORES, True, 3, 2)["empty_rows"] == [4, 5, 6, 7]
-    move(explorer, lambda: control(explorer, "causal").click())
+    move(explorer, lambda e: control(e, "causal").click())  # a click unticks it
     assert_matches_python(explorer, False, 3, 2)  # the window reaches both ways
-    move(explorer, lambda: press(explorer, "real tokens", "End"))
+    move(explorer, press, "real tokens", "End")
     assert_matches_python(explorer, False, 8, 2)
     for window, length in ((1, 8), (5, 4), (0, 1), (8, 8)):
-        move(explorer, lambda: slide_to(explorer, "window", window))
+        move(explorer, slide_to, "window", window)
         if value_of(explorer, "real tokens") != length:
-            move(explorer, lambda: slide_to(explorer, "real tokens", length))
+            move(explorer, slide_to, "real tokens", length)
         assert_matches_python(explorer, False, length, window or None)
 
 
