@@ -101,10 +101,11 @@ def _summary() -> alt.Chart:
 
 def mask_explorer(scores: torch.Tensor, tokens: Sequence[str], causal: bool = False, length: int | None = None,
                   window: int | None = None) -> Explorer:
-    """A heatmap of the weights of ``scores`` ``(t, t)`` (t ≤ 8) under a causal check box, a slider for the number
-    of real tokens and one for a window (chapter 7); the other arguments set the controls' start (length: t).
+    """A heatmap of the weights of ``scores`` ``(t, t)``, t ≤ 8, under three controls for the masks (chapter 7).
 
-    The browser masks the scores and takes each row's softmax, as :func:`mask_view` does in Python.
+    The controls: a causal check box, a slider for the number of real tokens and one for a window (0: none); the
+    other arguments set where they start (``length``: all t tokens real). ``tokens`` names the t positions. The
+    browser masks the scores and takes each row's softmax, as :func:`mask_view` does in Python.
     """
     length = len(tokens) if length is None else length
     view = mask_view(scores, causal, length, window)  # checks the scores and the settings
