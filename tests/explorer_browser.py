@@ -119,3 +119,15 @@ def labels_after(explorer, before: list[str]) -> list[str]:
         ".map(m => m.getAttribute('aria-label'))) !== JSON.stringify(before)".replace("MARKS", MARKS),
         arg=[explorer.element_handle(), before], timeout=TIMEOUT_MS)
     return labels(explorer)
+
+
+def is_checked(explorer, name: str) -> bool:
+    """Whether the check box ``name`` is ticked."""
+    return control(explorer, name).is_checked()
+
+
+def spec_of(explorer) -> dict:
+    """The Vega-Lite specification the page holds for the explorer (its data are the executed chapter's)."""
+    import json
+
+    return json.loads(explorer.locator('script[type="application/json"]').text_content())

@@ -9,9 +9,11 @@ compare with the chart.
 """
 
 from ._explorer import MIME_TYPE, Explorer, rounded
+from ._masks import mask_explorer, mask_view
 from ._temperature import temperature_explorer, temperature_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "mask_explorer", "mask_view",  # chapter 7
 ]

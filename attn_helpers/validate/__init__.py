@@ -29,6 +29,7 @@ from ._tensors import (
     as_float_tensor,
     attention_args,
     broadcast_shape,
+    mask_settings,
     one_sequence_args,
     softmax_dim,
     tiled_attention_args,
@@ -56,4 +57,5 @@ __all__ = [
     "token_ids",
     "flag",
     "probabilities",
+    "mask_settings",
 ]

@@ -228,3 +228,15 @@ def tiled_attention_args(
                          f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
                          f"not add leading dimensions that q, k and v do not have.")
     return scale, mask.expand(scores)
+
+
+def mask_settings(scores: object, causal: object, length: object, window: object) -> tuple[int, bool, int, int | None]:
+    """The checks of chapter 7's mask explorer: ``scores`` a finite float ``(t, t)`` matrix, ``causal`` a bool,
+    ``length`` (the real tokens) in ``1 … t``, ``window`` a positive int or None; returns t and the three settings."""
+    as_float_tensor(scores, "scores", min_dim=2)
+    if scores.dim() != 2 or scores.shape[0] != scores.shape[1]:
+        raise ValueError(f"scores must be one sequence's (t, t) matrix of query-key scores, got shape "
+                         f"{tuple(scores.shape)}. For a batch or heads, pick one: scores[0] or scores[0, 0].")
+    t = scores.shape[0]
+    length = positive_int(length, "length", maximum=t, why=f"the number of real tokens among the t = {t}")
+    return t, flag(causal, "causal"), length, positive_int(window, "window", none_ok=True)

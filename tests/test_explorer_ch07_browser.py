@@ -1,0 +1,110 @@
+"""Chapter 7's mask explorer on the built website: its check box and two sliders moved from the keyboard and by a
+drag; at every setting tried, each of the 64 cells shows the weight and the mask that
+``attn_helpers.explorers.mask_view`` computes (to 1e-6), including settings where a query has no key left."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from explorer_browser import (
+    control,
+    is_checked,
+    labels,
+    labels_after,
+    open_explorers,
+    press,
+    slide_to,
+    spec_of,
+    value_of,
+)
+
+import attn_helpers as ah
+from attn_helpers.explorers import rounded
+
+PAGE = "chapters/07_masks_and_cost.html"
+SENTENCE = "We process and ship your order"  # the chapter's second sentence, padded with zero vectors
+TOKENS = ah.tokenize(SENTENCE) + ["<pad>"] * 2
+CELL = re.compile(r"query (\d) \((.+?)\), key (\d) \((.+?)\): (masked, )?(the query has no key left, )?"
+                  r"weight (\d\.\d{8})$")
+
+
+def chapter_scores() -> torch.Tensor:
+    """The chapter's (8, 8) scores: the six words and two padding positions, X2 @ X2.T / sqrt(d) in float64."""
+    X2 = torch.cat([ah.GloVe().embed(SENTENCE), torch.zeros(2, 50)]).double()  # (8, 50)
+    return X2 @ X2.T / X2.shape[-1] ** 0.5  # (8, 8)
+
+
+SCORES = chapter_scores()
+
+
+def assert_matches_python(explorer, causal: bool, length: int, window: int | None) -> None:
+    """Every cell's shown weight and mask, and the summary line, against ``mask_view`` at this setting."""
+    setting = f"causal={causal}, length={length}, window={window}"
+    expected = ah.explorers.mask_view(SCORES, causal, length, window)
+    *cells, summary = labels(explorer)
+    assert len(cells) == 64, setting
+    seen = set()
+    for label in cells:
+        found = CELL.match(label)
+        assert found, f"{setting}: unexpected cell label {label!r}"
+        q, query, k, key, masked, no_key, weight = found.groups()
+        q, k = int(q), int(k)
+        seen.add((q, k))
+        assert (query, key) == (TOKENS[q], TOKENS[k]), label
+        assert bool(masked) == (not expected["allowed"][q][k]), f"{setting}: {label}"
+        assert bool(no_key) == (q in expected["empty_rows"]), f"{setting}: {label}"
+        assert float(weight) == pytest.approx(expected["weights"][q][k], abs=1e-6), f"{setting}: {label}"
+    assert len(seen) == 64, setting
+    words = "no window" if window is None else f"window {window}"
+    assert summary.startswith(f"{'causal' if causal else 'not causal'}, {length} real tokens, {words}; "), summary
+    rows = {0: "every query has a key", 1: "1 query has no key left: weights all 0"}
+    empties = len(expected["empty_rows"])
+    assert summary.endswith(rows.get(empties, f"{empties} queries have no key left: weights all 0")), summary
+
+
+def move(explorer, action, *args) -> None:
+    """``action(explorer, *args)``, then wait until the chart has redrawn."""
+    before = labels(explorer)
+    action(explorer, *args)
+    labels_after(explorer, before)
+
+
+def test_the_explorer_holds_the_chapters_scores(site_tab):
+    explorer = open_explorers(site_tab, PAGE).first
+    (rows,) = spec_of(explorer)["datasets"].values()
+    assert [r["s"] for r in rows] == [rounded(x) for x in SCORES.flatten().tolist()]
+    assert [r["key"] for r in rows[:8]] == TOKENS
+
+
+def test_the_mask_explorer_computes_what_python_does(site_tab):
+    explorer = open_explorers(site_tab, PAGE).first
+    assert not is_checked(explorer, "causal") and value_of(explorer, "real tokens") == 6
+    assert value_of(explorer, "window") == 0
+    assert_matches_python(explorer, False, 6, None)  # the chapter's padding: the two <pad> keys masked
+    move(explorer, press, "causal", "Space")  # the space bar ticks the check box
+    assert is_checked(explorer, "causal")
+    assert_matches_python(explorer, True, 6, None)
+    move(explorer, press, "window", "ArrowRight", 2)
+    assert value_of(explorer, "window") == 2
+    assert_matches_python(explorer, True, 6, 2)  # the two <pad> queries: keys 5 and 6, 6 and 7
+    move(explorer, slide_to, "real tokens", 3)
+    assert_matches_python(explorer, True, 3, 2)  # the chapter's suggestion: queries 4 to 7 keep no key
+    assert ah.explorers.mask_view(SCORES, True, 3, 2)["empty_rows"] == [4, 5, 6, 7]
+    move(explorer, lambda e: control(e, "causal").click())  # a click unticks it
+    assert_matches_python(explorer, False, 3, 2)  # the window reaches both ways
+    move(explorer, press, "real tokens", "End")
+    assert_matches_python(explorer, False, 8, 2)
+    for window, length in ((1, 8), (5, 4), (0, 1), (8, 8)):
+        move(explorer, slide_to, "window", window)
+        if value_of(explorer, "real tokens") != length:
+            move(explorer, slide_to, "real tokens", length)
+        assert_matches_python(explorer, False, length, window or None)
+
+
+def test_the_explorer_fits_a_phone_screen(site_tab):
+    explorer = open_explorers(site_tab, PAGE).first
+    right = explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
+                              ".map(e => e.getBoundingClientRect().right))")
+    assert right <= 390, f"the explorer reaches {right} px on a 390-px screen"

@@ -1,0 +1,100 @@
+"""attn_helpers.explorers.masks: chapter 7's mask explorer and its view function, against the book's own masks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import attn_helpers as ah
+from attn_helpers.explorers import mask_explorer, mask_view
+from attn_helpers.explorers.explorer import rounded
+
+T = 6
+X = torch.randn(T, 5, generator=torch.Generator().manual_seed(7))  # (t, d)
+SCORES = X @ X.T / 5 ** 0.5  # (t, t): the scores ah.attention(X, X, X) softmaxes
+TOKENS = ["we", "process", "and", "ship", "<pad>", "<pad>"]
+
+
+def attention_weights(mask: torch.Tensor) -> torch.Tensor:
+    return ah.attention(X, X, X, mask=mask)[1]  # (t, t)
+
+
+def close(weights: list, expected: torch.Tensor) -> bool:
+    return torch.allclose(torch.tensor(weights), expected, atol=1e-7, rtol=0)
+
+
+def test_without_masks_every_score_is_allowed_and_each_row_is_a_softmax():
+    view = mask_view(SCORES, causal=False, length=T)
+    assert view["allowed"] == [[True] * T] * T and view["empty_rows"] == []
+    assert close(view["weights"], attention_weights(torch.ones(T, T, dtype=torch.bool)))
+
+
+def test_causal_and_padding_are_the_book_masks_combined_with_and():
+    pad = ah.padding_mask([4], max_len=T)  # (1, t): four real tokens
+    view = mask_view(SCORES, causal=True, length=4)
+    expected = ah.causal_mask(T) & pad  # (t, t), as the chapter combines them
+    assert view["allowed"] == expected.tolist()
+    assert close(view["weights"], attention_weights(expected))
+    assert mask_view(SCORES, causal=False, length=4)["allowed"] == pad.expand(T, T).tolist()
+
+
+def test_a_causal_window_is_chapter_11s_banded_mask():
+    view = mask_view(SCORES, causal=True, length=T, window=2)
+    assert view["allowed"] == ah.sliding_window.window_mask(T, window=2).tolist()
+    assert close(view["weights"], attention_weights(ah.sliding_window.window_mask(T, window=2)))
+
+
+def test_without_causal_a_window_reaches_both_ways():
+    view = mask_view(SCORES, causal=False, length=5, window=2)
+    assert view["allowed"] == [[abs(i - j) < 2 and j < 5 for j in range(T)] for i in range(T)]
+    assert mask_view(SCORES, False, T, window=T)["allowed"] == mask_view(SCORES, False, T)["allowed"]  # w = t: all
+
+
+def test_a_query_with_no_key_left_gets_all_zero_weights_as_in_ah_attention():
+    view = mask_view(SCORES, causal=True, length=2, window=2)  # queries 3 to 5 see keys 2 to 5: all padding
+    assert view["empty_rows"] == [3, 4, 5]
+    assert all(w == [0.0] * T for w in view["weights"][3:])
+    assert close(view["weights"], attention_weights(torch.tensor(view["allowed"])))
+    assert all(sum(row) == pytest.approx(1.0) for row in view["weights"][:3])
+
+
+def test_mask_view_checks_its_input():
+    with pytest.raises(ValueError, match=r"\(t, t\) matrix"):
+        mask_view(SCORES[:, :4], False, 4)
+    with pytest.raises(ValueError, match="length must be an integer between 1 and 6"):
+        mask_view(SCORES, False, 0)
+    with pytest.raises(ValueError, match="length must be an integer between 1 and 6"):
+        mask_view(SCORES, False, 7)
+    with pytest.raises(ValueError, match="window must be a positive integer or None"):
+        mask_view(SCORES, False, 3, window=0)
+    with pytest.raises(TypeError, match="causal must be True or False"):
+        mask_view(SCORES, "yes", 3)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        mask_view(SCORES.tolist(), False, 3)
+
+
+def test_mask_explorer_checks_the_size_and_the_tokens():
+    with pytest.raises(ValueError, match=r"t <= 8 .*scores\[:8, :8\]"):
+        mask_explorer(torch.zeros(9, 9), [str(i) for i in range(9)])
+    with pytest.raises(ValueError, match="t tokens"):
+        mask_explorer(SCORES, TOKENS[:5], length=4)
+    with pytest.raises(ValueError, match="length"):
+        mask_explorer(SCORES, TOKENS, length=9)
+
+
+def test_the_spec_holds_the_scores_the_controls_and_is_the_same_every_time():
+    spec = mask_explorer(SCORES, TOKENS, causal=True, length=4, window=3).spec()
+    assert json.dumps(spec, sort_keys=True) == json.dumps(mask_explorer(SCORES, TOKENS, True, 4, 3).spec(),
+                                                          sort_keys=True)
+    (rows,) = spec["datasets"].values()
+    assert [(r["q"], r["k"], r["query"], r["key"]) for r in rows] == [
+        (i, j, TOKENS[i], TOKENS[j]) for i in range(T) for j in range(T)]
+    assert [r["s"] for r in rows] == [rounded(x) for x in SCORES.double().flatten().tolist()]
+    params = {p["name"]: (p["value"], p["bind"]["input"]) for p in spec["params"]}
+    assert params == {"causal": (True, "checkbox"), "real": (4, "range"), "band": (3, "range")}
+    assert spec["width"] == spec["height"] <= 240 and len(json.dumps(spec)) < 100_000
+    assert "no key left" in json.dumps(spec) and "At the start 24 of the 36 cells are masked." in spec["description"]
+    no_window = mask_explorer(SCORES, TOKENS).spec()["params"]
+    assert [p["value"] for p in no_window] == [False, T, 0]  # slider at 0: no window
