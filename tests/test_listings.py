@@ -1,12 +1,15 @@
 """The chapters' Python listings: each is the package's own code or is marked a sketch, so none can drift (issue 41).
 
-A listing in a chapter's prose is a fenced block whose info string carries a mark after the language:
+A listing in a chapter's prose is a fenced Python block, and the line just above it marks what it is:
 
-    ```python attn_helpers/flash.py:flash_forward    the package's code: lines of that function, class or method
-    ```python sketch                                 not the package's code: a pitfall, PyTorch's signature,
-                                                     another library's code, or a simplified version
+    <!-- listing: attn_helpers/flash.py:flash_forward -->    the package's code: lines of that function, class
+    ```python                                                 or method
+    ...
+    <!-- listing: sketch -->                                  not the package's code: a pitfall, PyTorch's signature,
+    ```python                                                 another library's code, or a simplified version
 
-Jupyter Book, JupyterLab and GitHub read only the first word of the info string, so the mark shows nowhere.
+An HTML comment shows nowhere: not on the website, not in the learners' editions in Jupyter (the fence itself
+stays plain, so JupyterLab still highlights it).
 
 A quoted listing must be a run of consecutive lines of what it names, indented as there relative to its first
 line (so a line cannot move into or out of a loop). What may differ: the spaces inside a line (comments are
@@ -29,9 +32,9 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-# A fence that opens a Python listing, ```python, ```py or ```{code-block} python, with the rest of its info string.
-OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<directive>\{code(?:-block)?\}[ \t]*)?"
-                  r"(?:python3?|py)\b[ \t]*(?P<mark>.*)$")
+# A fence that opens a Python listing: ```python, ```py, ```{code-block} python, ~~~python …
+OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?:\{code(?:-block)?\}[ \t]*)?(?:python3?|py)\b")
+MARK = re.compile(r"^[ \t]*<!-- listing: (?P<mark>.*?) -->[ \t]*$")
 QUOTE = re.compile(r"^attn_helpers/(?P<path>[\w/]+)\.py:(?P<qualname>[\w.]+)$")
 ELIDED = re.compile(r"^\.\.\.(\s+#.*)?$")
 
@@ -48,8 +51,8 @@ def listings(path: Path) -> list[tuple[str, str, list[str]]]:
             if m := OPEN.match(lines[i]):
                 close = re.compile(rf"^[ \t]*{re.escape(m.group('fence'))}[ \t]*$")
                 end = next(j for j in range(i + 1, len(lines)) if close.match(lines[j]))
-                mark = "{code-block} (write it as a ```python fence)" if m.group("directive") else m.group("mark")
-                found.append((f"{path.stem}, cell {number}", mark.strip(), lines[i + 1:end]))
+                mark = MARK.match(lines[i - 1]) if i else None
+                found.append((f"{path.stem}, cell {number}", mark.group("mark") if mark else "", lines[i + 1:end]))
                 i = end
             i += 1
     return found
@@ -145,8 +148,8 @@ def test_the_chapters_have_listings():
 @pytest.mark.parametrize("where, mark, lines", LISTINGS, ids=[f"{where}: {mark}" for where, mark, _ in LISTINGS])
 def test_each_listing_is_the_package_code_or_a_sketch(where, mark, lines):
     assert mark == "sketch" or QUOTE.match(mark), (
-        f"{where}: mark the listing after its language: ```python attn_helpers/<module>.py:<function or "
-        f"Class.method> if it quotes the package, ```python sketch if it does not (the mark is {mark!r})"
+        f"{where}: mark the listing on the line above it: <!-- listing: attn_helpers/<module>.py:<function or "
+        f"Class.method> --> if it quotes the package, <!-- listing: sketch --> if it does not (found {mark!r})"
     )
     if mark != "sketch":
         problem = drift(lines, package_lines(mark))
@@ -169,3 +172,10 @@ def test_chapter_12_shows_the_scale_correction_of_the_absorbed_path():
     """The line of absorption that is easy to miss (issue 41): the listing must not leave it out, even with ``...``."""
     (lines,) = [lines for where, mark, lines in LISTINGS if mark == "attn_helpers/latent.py:LatentAttention.forward"]
     assert any("* (scale * math.sqrt(d_c + d_r))" in line for line in lines)
+
+
+def test_a_fence_without_its_mark_is_found(tmp_path):
+    cell = nbformat.v4.new_markdown_cell("Its core is\n\n```python\nx = 1\n```\n\n<!-- listing: sketch -->\n```py\ny\n```")
+    path = tmp_path / "99_example.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    assert [(mark, lines) for _, mark, lines in listings(path)] == [("", ["x = 1"]), ("sketch", ["y"])]
