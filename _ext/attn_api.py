@@ -6,11 +6,13 @@ replaced by three parts, all generated from the package:
 - **Chapter by chapter**: for each chapter, every public name whose docstring names that chapter, module by
   module, each linked to its reference entry; then the names used by every chapter. That is every name in
   ``__all__`` of every public module, not only the top level. The chapters come from the "(chapter N)" of the
-  first paragraph of each docstring (for a constant, its ``#:`` comment): "(chapter 1; mask in chapter 7)"
-  lists a name under both, "(chapters 6-7)" under each, and an exercise label (``ex-ch03-cat``) names its
-  chapter. A name whose reference says "every chapter" or "chapter N onwards", or whose module's docstring
-  says so, goes under "Used by every chapter" (as well as under the chapter it names, if any). A public name
-  that names no chapter, in a module that serves no chapter as a whole, stops the build with its name.
+  first paragraph of each docstring (for a constant, its ``#:`` comment, or without one its module's
+  docstring): "(chapter 1; mask in chapter 7)" lists a name under both, "(chapters 6-7)" under each, and an
+  exercise label (``ex-ch03-cat``) names its chapter. The rule for "Used by every chapter": a module whose
+  docstring says "(every chapter)" or "(chapter N onwards)" has all its names there and only there (``checks``,
+  ``plotting``, ``tables``, ``validate``); a name whose own reference says so is listed there as well as under
+  the chapter it names ("(chapter 4 onwards)": ``training.fit``). A public name that names no chapter stops
+  the build with its name, as does a chapter the book does not have.
 - **Top level**: the names ``import attn_helpers as ah`` gives (``attn_helpers.__all__``), with the chapter
   that introduces each.
 - **Module by module**: an ``automodule`` for every public module. autodoc documents a module's ``__all__``,
