@@ -93,7 +93,8 @@ def docstring(module: str, name: str) -> str:
 def bare_constants(module: str) -> list[str]:
     """The names in the module's ``__all__`` that are constants without a ``#:`` comment (autodoc would skip them)."""
     mod = importlib.import_module(module)
-    return [name for name in getattr(mod, "__all__", []) if not is_code(getattr(mod, name)) and not docstring(module, name)]
+    names = getattr(mod, "__all__", [])
+    return [name for name in names if not is_code(getattr(mod, name)) and not docstring(module, name)]
 
 
 def chapter_index(package: str = PACKAGE) -> dict[int | str, dict[str, list[str]]]:
@@ -152,8 +153,8 @@ def chapter_section(titles: dict[int, tuple[str, str]], package: str = PACKAGE) 
         if not modules:
             raise ValueError(f"no docstring of {package} names chapter {number}: add '(chapter {number})' to them.")
         rows = [names_line(m, names) for m, names in sorted(modules.items(), key=lambda m: (".checks." in m[0], m[0]))]
-        parts.append(f"### Chapter {number}: {title}\n\n"
-                     f"The code {{doc}}`the chapter <{docname}>` uses, module by module, its exercises' self-checks last:\n\n" + "\n".join(rows) + "\n")
+        parts.append(f"### Chapter {number}: {title}\n\nThe code {{doc}}`the chapter <{docname}>` uses, module by "
+                     "module, its exercises' self-checks last:\n\n" + "\n".join(rows) + "\n")
     rows = [names_line(m, names) for m, names in sorted(index.get(EVERY, {}).items())]
     parts.append("### Used by every chapter\n\nThe modules whose docstring says they serve every chapter, and the "
                  "names whose own docstring says so (\"chapter 4 onwards\"):\n\n" + "\n".join(rows) + "\n")
@@ -216,7 +217,8 @@ def number_exercise_labels(app: Sphinx, what: str, name: str, obj: object, optio
 
 def drop_type_docstring(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
     """A constant without a ``#:`` comment has no docstring, but autodoc would show its type's (``str``, ``dict``)."""
-    if what == "data" and name.startswith(PACKAGE) and getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", 0):
+    inherited = getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", 0)
+    if what == "data" and name.startswith(PACKAGE) and inherited:
         lines.clear()
 
 

@@ -95,12 +95,12 @@ def package_lines(mark: str) -> list[tuple[int, str]]:
             lines[body[0].lineno - 1:body[0].end_lineno] = [None] * (body[0].end_lineno - body[0].lineno + 1)
         for decorator in node.decorator_list:
             lines[decorator.lineno - 1:decorator.end_lineno] = [None] * (decorator.end_lineno - decorator.lineno + 1)
-        if isinstance(node, ast.FunctionDef):  # the header, perhaps over several lines, as one short line
-            header_end = body[0].lineno - 1
-            while header_end > node.lineno and not (lines[header_end - 1] or "").rstrip().endswith(":"):
-                header_end -= 1
-            first = lines[node.lineno - 1]
-            lines[node.lineno - 1:header_end] = [" " * indent(first) + short_def(node)] + [None] * (header_end - node.lineno)
+        if isinstance(node, ast.FunctionDef) and body[0].lineno > node.lineno:  # the header, as one short line
+            end = body[0].lineno - 1  # the header's lines are lines[node.lineno - 1:end], perhaps with comments
+            while end > node.lineno and not (lines[end - 1] or "").rstrip().endswith(":"):
+                end -= 1
+            short = " " * indent(lines[node.lineno - 1]) + short_def(node)
+            lines[node.lineno - 1:end] = [short] + [None] * (end - node.lineno)
     return [(indent(line), normal(line)) for line in lines if line is not None and line.strip()]
 
 
@@ -175,7 +175,8 @@ def test_chapter_12_shows_the_scale_correction_of_the_absorbed_path():
 
 
 def test_a_fence_without_its_mark_is_found(tmp_path):
-    cell = nbformat.v4.new_markdown_cell("Its core is\n\n```python\nx = 1\n```\n\n<!-- listing: sketch -->\n```py\ny\n```")
+    text = "Its core is\n\n```python\nx = 1\n```\n\n<!-- listing: sketch -->\n```py\ny\n```"
+    cell = nbformat.v4.new_markdown_cell(text)
     path = tmp_path / "99_example.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
     assert [(mark, lines) for _, mark, lines in listings(path)] == [("", ["x = 1"]), ("sketch", ["y"])]

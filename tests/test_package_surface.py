@@ -113,7 +113,7 @@ def test_api_page_groups_every_public_name_by_chapter():
     assert set(index) == {*range(1, 13), attn_api.EVERY}
 
     def names(chapter):
-        return {f"{module.removeprefix('attn_helpers.')}.{name}" for module, ns in index[chapter].items() for name in ns}
+        return {f"{m.removeprefix('attn_helpers.')}.{name}" for m, names in index[chapter].items() for name in names}
 
     stretching = {"long_context.interpolation", "long_context.ntk_aware", "long_context.yarn",
                   "sliding_window.window_mask", "sliding_window.RingCache", "extrapolation.train"}
