@@ -1,12 +1,25 @@
 """Sphinx extension for the book's API page: exactly the public surface of ``attn_helpers``, found at build time.
 
 ``api.md`` holds the marker line ``% attn-helpers-api``. When Sphinx reads that page, the marker is
-replaced by a table of the top-level names (``attn_helpers.__all__``, each with the chapter that
-introduces it), then a section with an ``automodule`` for every public module of the package; autodoc
-lists a module's ``__all__``, so internals stay off the page, and a module that a new chapter adds
-appears without anyone editing the page. The docstrings are the single source of the reference text.
-References to the top-level names, such as ``attn_helpers.GloVe``, resolve to the module that defines them.
+replaced by three parts, all generated from the package:
 
+- **Chapter by chapter**: for each chapter, every public name whose docstring names that chapter, module by
+  module, each linked to its reference entry; then the names used by every chapter. That is every name in
+  ``__all__`` of every public module, not only the top level. The chapters come from the "(chapter N)" of the
+  first paragraph of each docstring (for a constant, its ``#:`` comment, or without one its module's
+  docstring): "(chapter 1; mask in chapter 7)" lists a name under both, "(chapters 6-7)" under each, and an
+  exercise label (``ex-ch03-cat``) names its chapter. The rule for "Used by every chapter": a module whose
+  docstring says "(every chapter)" or "(chapter N onwards)" has all its names there and only there (``checks``,
+  ``plotting``, ``tables``, ``validate``); a name whose own reference says so is listed there as well as under
+  the chapter it names ("(chapter 4 onwards)": ``training.fit``). A public name that names no chapter stops
+  the build with its name, as does a chapter the book does not have.
+- **Top level**: the names ``import attn_helpers as ah`` gives (``attn_helpers.__all__``), with the chapter
+  that introduces each.
+- **Module by module**: an ``automodule`` for every public module. autodoc documents a module's ``__all__``,
+  so internals stay off the page, each name is documented once, and a module that a new chapter adds appears
+  without anyone editing the page. The docstrings are the single source of the reference text.
+
+References to the top-level names, such as ``attn_helpers.GloVe``, resolve to the module that defines them.
 Docstrings name exercises by their labels, as instructors and the grader do ("Exercise ex-ch03-cat");
 on the page each label becomes a numbered link, "Exercise 3.1", as the chapters print it.
 """
@@ -15,14 +28,25 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
+from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.pycode import ModuleAnalyzer
 
 PACKAGE = "attn_helpers"
 MARKER = re.compile(r"^% attn-helpers-api\b.*$", re.MULTILINE)  # the whole comment line
 CHAPTER = re.compile(r"\((chapters? [^)]*?)\)")  # "(chapter 3)", "(chapter 1; mask in chapter 7)"
+# Which chapters a docstring's first paragraph names: "(chapter 3)", "(chapters 6-7)", "(chapters 1, 2 and 7)",
+# "(chapter 1; mask in chapter 7)", "(chapter 1 onwards)", "(every chapter)", or an exercise label, ex-ch03-cat.
+REFERENCE = re.compile(r"\(([^()]*\b(?:chapters?|every chapter)\b[^()]*)\)")
+NUMBERS = re.compile(r"\bchapters? (\d+(?:\s*(?:,|and|-|–)\s*\d+)*)")
+EXERCISE_CHAPTER = re.compile(r"\bex-ch(\d\d)-")
+# The rule for "Used by every chapter": a reference that says so, or "chapter N onwards".
+EVERY_CHAPTER = re.compile(r"\bevery chapter\b|\bonwards\b")
+EVERY = "every"  # the group's key among the chapter numbers
 # An exercise label such as ex-ch03-cat, with the word "Exercise" before it if there is one (numref prints
 # its own "Exercise"); not inside ``code`` or another role's target.
 EXERCISE_LABEL = re.compile(r"(?:\b[Ee]xercises? )?(?<![\w`<-])(ex-ch\d\d-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w`>-])")
@@ -37,6 +61,104 @@ def public_modules(package: str = PACKAGE) -> list[str]:
         if not any(part.startswith("_") for part in info.name.split("."))
     ]
     return sorted(names)
+
+
+def chapters_named(docstring: str) -> set[int | str]:
+    """The chapters the first paragraph of a docstring names, with ``EVERY`` if it serves every chapter."""
+    first = docstring.split("\n\n")[0].replace("\n", " ")
+    found: set[int | str] = {int(n) for n in EXERCISE_CHAPTER.findall(first)}
+    for reference in REFERENCE.findall(first):
+        if EVERY_CHAPTER.search(reference):
+            found.add(EVERY)
+        for numbers in NUMBERS.findall(reference):  # "1, 2 and 7", "6-7"
+            for part in re.split(r"\s*,\s*|\s+and\s+", numbers):
+                ends = [int(n) for n in re.split(r"\s*[-–]\s*", part)]
+                found |= set(range(ends[0], ends[-1] + 1))
+    return found
+
+
+def is_code(obj: object) -> bool:
+    """A function or class, which has a docstring of its own; anything else is a constant."""
+    return inspect.isclass(obj) or inspect.isroutine(obj)
+
+
+def docstring(module: str, name: str) -> str:
+    """What autodoc shows for ``module.name``: a function's or class's docstring, a constant's ``#:`` comment."""
+    obj = getattr(importlib.import_module(module), name)
+    if is_code(obj):
+        return inspect.getdoc(obj) or ""
+    return "\n".join(ModuleAnalyzer.for_module(module).find_attr_docs().get(("", name), []))
+
+
+def bare_constants(module: str) -> list[str]:
+    """The names in the module's ``__all__`` that are constants without a ``#:`` comment (autodoc would skip them)."""
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", [])
+    return [name for name in names if not is_code(getattr(mod, name)) and not docstring(module, name)]
+
+
+def chapter_index(package: str = PACKAGE) -> dict[int | str, dict[str, list[str]]]:
+    """``{chapter: {module: names}}`` for every name in the ``__all__`` of every public module, in module order;
+    the names used by every chapter under ``EVERY``. Raises ValueError for a name that names no chapter."""
+    index: dict[int | str, dict[str, list[str]]] = {}
+    for module in public_modules(package):
+        mod = importlib.import_module(module)
+        of_module = chapters_named(inspect.getdoc(mod) or "")
+        bare = bare_constants(module)
+        for name in getattr(mod, "__all__", []):
+            if EVERY in of_module:  # a module that serves every chapter: its names are listed there only
+                chapters = {EVERY}
+            elif name in bare:  # a constant with no comment of its own: its module's chapters
+                chapters = of_module
+            else:
+                chapters = chapters_named(docstring(module, name))
+            if not chapters:
+                raise ValueError(
+                    f"{module}.{name}'s docstring names no chapter: add '(chapter N)' to its first paragraph (for a "
+                    "constant, to a '#:' comment above it, or to its module's docstring), or '(every chapter)' to its "
+                    "module's docstring if every chapter uses the module."
+                )
+            for chapter in chapters:
+                index.setdefault(chapter, {}).setdefault(module, []).append(name)
+    return index
+
+
+def chapter_titles(root: Path) -> dict[int, tuple[str, str]]:
+    """``{N: (docname, title)}`` for the chapters in ``root/chapters``, each title its notebook's first heading."""
+    titles = {}
+    for path in sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        heading = next(line for cell in cells if cell["cell_type"] == "markdown"
+                       for line in "".join(cell["source"]).splitlines() if line.startswith("# "))
+        titles[int(path.name[:2])] = (f"chapters/{path.stem}", heading[2:].strip())
+    return titles
+
+
+def names_line(module: str, names: list[str]) -> str:
+    """One bullet: the module, then each name linked to its entry in the reference below."""
+    links = ", ".join(f"{{py:obj}}`{name} <{module}.{name}>`" for name in names)
+    return f"- `{module[len(PACKAGE) + 1:]}`: {links}"
+
+
+def chapter_section(titles: dict[int, tuple[str, str]], package: str = PACKAGE) -> str:
+    """MyST Markdown: for each chapter, its names module by module (its self-checks last); then the shared ones."""
+    index = chapter_index(package)
+    unknown = sorted(set(index) - set(titles) - {EVERY})
+    if unknown:
+        where = {f"{m}.{n}" for c in unknown for m, names in index[c].items() for n in names}
+        raise ValueError(f"docstrings name chapters the book does not have, {unknown}: {sorted(where)}")
+    parts = ["## Chapter by chapter\n"]
+    for number, (docname, title) in sorted(titles.items()):
+        modules = index.get(number, {})
+        if not modules:
+            raise ValueError(f"no docstring of {package} names chapter {number}: add '(chapter {number})' to them.")
+        rows = [names_line(m, names) for m, names in sorted(modules.items(), key=lambda m: (".checks." in m[0], m[0]))]
+        parts.append(f"### Chapter {number}: {title}\n\nThe code {{doc}}`the chapter <{docname}>` uses, module by "
+                     "module, its exercises' self-checks last:\n\n" + "\n".join(rows) + "\n")
+    rows = [names_line(m, names) for m, names in sorted(index.get(EVERY, {}).items())]
+    parts.append("### Used by every chapter\n\nThe modules whose docstring says they serve every chapter, and the "
+                 "names whose own docstring says so (\"chapter 4 onwards\"):\n\n" + "\n".join(rows) + "\n")
+    return "\n".join(parts)
 
 
 def top_level_section(package: str = PACKAGE) -> str:
@@ -61,11 +183,14 @@ def top_level_section(package: str = PACKAGE) -> str:
 def module_section(name: str) -> str:
     """MyST Markdown for one module: a heading with its name, then autodoc of its docstring and members."""
     # autodoc writes reStructuredText, so it runs inside eval-rst
-    return f"## `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n   :show-inheritance:\n```\n"
+    # a constant without a #: comment has no docstring, so :members: skips it: autodata documents it
+    constants = "".join(f"\n.. autodata:: {name}.{constant}\n" for constant in bare_constants(name))
+    return (f"### `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n   :show-inheritance:\n"
+            f"{constants}```\n")
 
 
 def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
-    """On reading the page that holds the marker, replace it by one section per module."""
+    """On reading the page that holds the marker, replace it by the chapter index, the top level and the modules."""
     if not MARKER.search(source[0]):
         return
     names = public_modules()
@@ -73,7 +198,12 @@ def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
         path = getattr(importlib.import_module(name), "__file__", None)
         if path:
             app.env.note_dependency(path)
-    sections = top_level_section() + "\n" + "\n".join(module_section(n) for n in names)
+    sections = "\n".join([
+        chapter_section(chapter_titles(Path(app.srcdir))),
+        top_level_section(),
+        "## Module by module\n",
+        *(module_section(n) for n in names),
+    ])
     source[0] = MARKER.sub(lambda _: sections, source[0], count=1)
 
 
@@ -83,6 +213,13 @@ def number_exercise_labels(app: Sphinx, what: str, name: str, obj: object, optio
         return
     for i, line in enumerate(lines):
         lines[i] = EXERCISE_LABEL.sub(lambda m: f":numref:`{m.group(1)}`", line)
+
+
+def drop_type_docstring(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
+    """A constant without a ``#:`` comment has no docstring, but autodoc would show its type's (``str``, ``dict``)."""
+    inherited = getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", 0)
+    if what == "data" and name.startswith(PACKAGE) and inherited:
+        lines.clear()
 
 
 def resolve_reexport(app: Sphinx, env, node, contnode):
@@ -109,4 +246,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("source-read", insert_modules)
     app.connect("missing-reference", resolve_reexport)
     app.connect("autodoc-process-docstring", number_exercise_labels)
+    app.connect("autodoc-process-docstring", drop_type_docstring)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

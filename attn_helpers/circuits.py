@@ -131,7 +131,7 @@ class HeadMeasures:
 
 @dataclass
 class InductionResult:
-    """What ``train_induction`` returns: the loss of every step, the held-out copying accuracy, and
+    """What ``train_induction`` returns (chapter 8): the loss of every step, the held-out copying accuracy, and
     ``measured``, the ``HeadMeasures`` after every ``log_every`` steps (step 0 is before training)."""
 
     losses: list[float] = field(default_factory=list)

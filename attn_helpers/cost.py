@@ -126,7 +126,7 @@ class TensorMemoryTracker(dispatch_mode_base()):
 
 
 def peak_tensor_memory(fn: Callable[..., object], *args: object) -> int:
-    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker`."""
+    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapter 7)."""
     with torch.no_grad(), TensorMemoryTracker() as tracker:
         result = fn(*args)
     del result

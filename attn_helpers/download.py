@@ -51,7 +51,7 @@ def download_glove(
     progress: bool = True,
     timeout: float = 60.0,
 ) -> Path:
-    """Download ``url`` (by default the official ``glove.6B.zip``) into the cache and return its path.
+    """Download ``url`` (by default the official ``glove.6B.zip``) into the cache; returns its path (chapter 3).
 
     A file already in the cache is verified and reused, not fetched again. The archive is
     checked against ``sha256`` when one is given and, always, against the CRC-32 that zip

@@ -35,9 +35,9 @@ __all__ = [
     "sentence_explorer",
 ]
 
-#: Chapter 3's sentence from book I of the *Odyssey*, where "ship" is a vessel.
+#: The sentence from book I of the *Odyssey* where "ship" is a vessel (chapter 3).
 ODYSSEY_SENTENCE = "I must go back to my ship and to my crew"
-#: Chapter 3's sentence where "ship" is a verb.
+#: The sentence where "ship" is a verb (chapter 3).
 ORDER_SENTENCE = "We process and ship your order"
 
 
@@ -83,7 +83,7 @@ def temperature_slider(scores: torch.Tensor, labels: Sequence[str], value: float
 
 @dataclass(frozen=True)
 class SentenceAttention:
-    """What :func:`attend_sentence` found: the tokens, the ``(t, t)`` weights, or the problems that stopped it."""
+    """What :func:`attend_sentence` found (chapter 3): the tokens, the ``(t, t)`` weights, or what stopped it."""
 
     sentence: str
     tokens: list[str]

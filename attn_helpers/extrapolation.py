@@ -28,7 +28,7 @@ SCHEMES = ("learned", "sinusoidal", "rope", "alibi", "none")
 
 
 class PositionModel(nn.Module):
-    """A causal attention-only model with ``n_layers`` layers of ``num_heads`` heads and one position ``scheme``.
+    """A causal attention-only model: ``n_layers`` layers of ``num_heads`` heads, one position ``scheme`` (chapter 11).
 
     ``forward(tokens, allowed=None, theta=None, factor=1.0)`` takes ids ``(b, t)`` and returns logits
     ``(b, t, vocab_size)`` and each layer's weights ``(b, h, t, t)``. ``allowed`` ``(t, t)`` (bool) narrows

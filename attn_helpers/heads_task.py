@@ -81,7 +81,8 @@ class TwoBackModel(nn.Module):
 
 
 def two_back_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of ``logits`` ``(b, t, 2, V)`` against ``targets`` ``(b, t, 2)``, skipping ``IGNORE``."""
+    """Cross-entropy of ``logits`` ``(b, t, 2, V)`` against ``targets`` ``(b, t, 2)``, skipping ``IGNORE``
+    (chapter 5)."""
     if logits.dim() != 4 or logits.shape[:3] != targets.shape:
         raise ValueError(
             f"logits must be (b, t, 2, vocab_size) and targets (b, t, 2); got {tuple(logits.shape)} and "
@@ -93,7 +94,7 @@ def two_back_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class TwoBackAccuracy:
-    """Share of the scored positions where each answer is right, and where both are."""
+    """Share of the scored positions where each answer is right, and where both are (chapter 5)."""
 
     previous: float
     two_back: float

@@ -261,7 +261,7 @@ def _step_inputs(model: TinyDecoder, t: int, seed: int) -> tuple[torch.Tensor, l
 
 
 def decode_flops(model: TinyDecoder, sizes: Sequence[int], seed: int = 0) -> pd.DataFrame:
-    """FLOPs to compute token ``t``'s logits, with a cache of ``t - 1`` tokens and without, for t in ``sizes``.
+    """FLOPs for token ``t``'s logits, with a cache of ``t - 1`` tokens and without, for t in ``sizes`` (chapter 9).
 
     Columns: ``cached`` and ``full`` (everything), ``cached_attention`` and ``full_attention`` (the
     products with keys and values, ``bmm``). Indexed by t. Deterministic (chapter 9).

@@ -13,7 +13,8 @@ MAX_CELLS = 48  # beyond this the memory strip is unreadable
 
 
 def layout(t: torch.Tensor) -> str:
-    """One line with the shape, the strides and whether ``t`` is contiguous, e.g. for printing each reshaping step."""
+    """One line with the shape, the strides and whether ``t`` is contiguous, to print each reshaping step
+    (chapter 5)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"layout takes a torch.Tensor, got {type(t).__name__}.")
     state = "contiguous" if t.is_contiguous() else "NOT contiguous"
@@ -21,12 +22,12 @@ def layout(t: torch.Tensor) -> str:
 
 
 def storage_size(t: torch.Tensor) -> int:
-    """Number of elements in the memory block (storage) that ``t`` is a view of."""
+    """Number of elements in the memory block (storage) that ``t`` is a view of (chapter 5)."""
     return t.untyped_storage().nbytes() // t.element_size()
 
 
 def reading_order(t: torch.Tensor) -> torch.Tensor:
-    """Memory offsets of ``t``'s elements in the order Python reads them (row-major), shape ``(t.numel(),)``.
+    """Memory offsets of ``t``'s elements in the order Python reads them (row-major), ``(t.numel(),)`` (chapter 5).
 
     A contiguous tensor gives ``storage_offset, storage_offset + 1, …``; a transposed one jumps.
     """

@@ -30,7 +30,8 @@ _Rule = Callable[[Sequence[Fraction], Sequence[Fraction], int], tuple[Fraction, 
 
 
 def tree_mask(parents: Sequence[int]) -> torch.Tensor:
-    """``(n, n)`` bool mask of a tree of ``n`` draft tokens: token i may see token j iff j is i or one of its ancestors.
+    """``(n, n)`` bool mask of a tree of ``n`` draft tokens (chapter 12): token i sees token j iff j is i
+    or an ancestor.
 
     ``parents[i]`` is the index of token i's parent, smaller than i, or -1 for a token that follows the
     already accepted text directly (chapter 12). A chain, ``parents = [-1, 0, 1, …]``, gives the causal mask.

@@ -1,4 +1,4 @@
-"""Tables for the page: a pandas DataFrame whose index becomes an ordinary, named first column.
+"""Tables for the page (every chapter): a pandas DataFrame whose index becomes an ordinary, named first column.
 
 Jupyter shows a DataFrame's index under an empty header cell, which screen readers announce as a
 column without a name. :func:`table` names that column instead (chapters 2, 3, 5 and 7).

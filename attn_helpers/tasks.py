@@ -44,7 +44,8 @@ def _check_task(n_pairs: int, n_keys: int, n_values: int) -> None:
 
 
 def recall_features(n_keys: int = 8, n_values: int = 10) -> list[str]:
-    """Names of the ``n_keys + n_values + 1`` input features: ``"key A"`` …, ``"value 0"`` …, ``"query"``."""
+    """Names of the ``n_keys + n_values + 1`` input features: ``"key A"`` …, ``"value 0"`` …, ``"query"``
+    (chapter 4)."""
     _check_task(1, n_keys, n_values)
     return [f"key {LETTERS[i]}" for i in range(n_keys)] + [f"value {i}" for i in range(n_values)] + ["query"]
 
@@ -91,7 +92,8 @@ def recall_batch(
 
 
 def recall_labels(keys: torch.Tensor, values: torch.Tensor, query: int | torch.Tensor) -> list[str]:
-    """Axis labels ``"C=7"``, …, ``"C?"`` for one sequence: pairs ``keys``, ``values`` ``(n_pairs,)`` and its query."""
+    """Axis labels ``"C=7"``, …, ``"C?"`` for one sequence (chapter 4): pairs ``keys``, ``values``
+    ``(n_pairs,)``, then its query."""
     if keys.dim() != 1 or values.shape != keys.shape:
         raise ValueError(f"recall_labels takes one sequence: keys and values of shape (n_pairs,); got "
                          f"{tuple(keys.shape)} and {tuple(values.shape)}.")
@@ -109,7 +111,8 @@ def _check_model(model: nn.Module, n_keys: int, n_values: int) -> None:
 
 
 def recall_logits(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The head's scores for the answer, read at the query token ``(b, n_values)``, and its weights ``(b, t, t)``."""
+    """The head's scores for the answer at the query token ``(b, n_values)``, and its weights ``(b, t, t)``
+    (chapter 4)."""
     out, weights = model(x)  # (b, t, n_values), (b, t, t)
     return out[:, -1], weights
 

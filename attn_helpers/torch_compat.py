@@ -97,7 +97,7 @@ def _check_pair(book: object, mha: object) -> None:
 
 @torch.no_grad()
 def copy_to_torch_mha(book: MultiHeadAttention, mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
-    """Copy the book's module's weights into an existing ``nn.MultiheadAttention`` (in place); returns it."""
+    """Copy the book's module's weights into an existing ``nn.MultiheadAttention`` (in place; chapter 6); returns it."""
     _check_pair(book, mha)
     d = book.d_model
     for i, linear in enumerate((book.W_q, book.W_k, book.W_v)):
@@ -112,7 +112,7 @@ def copy_to_torch_mha(book: MultiHeadAttention, mha: nn.MultiheadAttention) -> n
 
 @torch.no_grad()
 def copy_from_torch_mha(mha: nn.MultiheadAttention, book: MultiHeadAttention) -> MultiHeadAttention:
-    """Copy an ``nn.MultiheadAttention``'s weights into the book's module (in place); returns it."""
+    """Copy an ``nn.MultiheadAttention``'s weights into the book's module (in place; chapter 6); returns it."""
     _check_pair(book, mha)
     d = book.d_model
     for i, linear in enumerate((book.W_q, book.W_k, book.W_v)):
@@ -126,7 +126,8 @@ def copy_from_torch_mha(mha: nn.MultiheadAttention, book: MultiHeadAttention) ->
 
 
 def to_torch_mha(book: MultiHeadAttention) -> nn.MultiheadAttention:
-    """A new ``nn.MultiheadAttention(d_model, num_heads, bias=..., batch_first=True)`` with the book's weights.
+    """A new ``nn.MultiheadAttention(d_model, num_heads, bias=..., batch_first=True)`` with the book's weights
+    (chapter 6).
 
     Then ``mha(x, x, x, average_attn_weights=False)`` returns the same ``(out, weights)`` as
     ``book(x)`` for ``x`` of shape ``(b, t, d_model)``.
@@ -137,7 +138,7 @@ def to_torch_mha(book: MultiHeadAttention) -> nn.MultiheadAttention:
 
 
 def from_torch_mha(mha: nn.MultiheadAttention) -> MultiHeadAttention:
-    """A new book ``MultiHeadAttention`` with the weights of ``mha`` (whatever its ``batch_first``)."""
+    """A new book ``MultiHeadAttention`` with the weights of ``mha``, whatever its ``batch_first`` (chapter 6)."""
     _check_torch(mha)
     book = MultiHeadAttention(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None)
     return copy_from_torch_mha(mha, book.to(mha.out_proj.weight.dtype))

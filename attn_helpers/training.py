@@ -44,7 +44,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 @dataclass
 class TrainResult:
-    """What ``train_copy_task`` returns: the loss of every step and the final test accuracy."""
+    """What the training functions return (chapters 4 and 5): the loss of every step and the final test accuracy."""
 
     losses: list[float] = field(default_factory=list)
     accuracy: float = 0.0
@@ -52,7 +52,7 @@ class TrainResult:
 
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """Run the block on one CPU thread (chapter 4): a fixed summation order, so training gives the same
+    """Run the block on one CPU thread (chapter 4 onwards): a fixed summation order, so training gives the same
     numbers on every run and machine with the same PyTorch. Restores the thread count afterwards."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -64,7 +64,7 @@ def one_thread() -> Iterator[None]:
 
 def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr: float,
         after_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Adam on ``model``'s parameters for ``steps`` steps, on one thread; returns every step's loss (chapter 4).
+    """Adam on ``model``'s parameters for ``steps`` steps, on one thread; returns every step's loss (chapter 4 onwards).
 
     Each step computes ``batch_loss()`` (a 0-d tensor: the loss of a fresh batch), back-propagates it and
     updates the weights, then calls ``after_step(step, loss)`` if given (steps count from 1). The one
@@ -120,14 +120,15 @@ def copy_task_batch(
 
 
 def token_labels(tokens: torch.Tensor) -> list[str]:
-    """Axis labels ``"0:C", "1:A", …`` for one sequence of token ids ``(t,)`` (position:letter)."""
+    """Axis labels ``"0:C", "1:A", …`` (position:letter) for one sequence of token ids ``(t,)`` (chapter 4)."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
         raise ValueError(f"token_labels takes one sequence of ids, shape (t,); got {getattr(tokens, 'shape', tokens)}.")
     return [f"{i}:{LETTERS[int(k)]}" for i, k in enumerate(tokens)]
 
 
 def copy_task_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of ``logits`` ``(b, t, vocab_size)`` against ``targets`` ``(b, t)``, skipping ``IGNORE``."""
+    """Cross-entropy of ``logits`` ``(b, t, vocab_size)`` against ``targets`` ``(b, t)``, skipping ``IGNORE``
+    (chapter 4)."""
     if logits.dim() != 3 or logits.shape[:2] != targets.shape:
         raise ValueError(
             f"logits must be (b, t, vocab_size) and targets (b, t); got {tuple(logits.shape)} and "

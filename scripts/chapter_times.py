@@ -2,8 +2,8 @@
 
     python scripts/chapter_times.py chapters/*.ipynb --write instructors.md
 
-Measured: the words of prose before the exercises (math left out), the code cells before the exercises
-(not counting cells the website hides, such as the Colab set-up cell),
+Measured: the words of prose before the exercises (math and HTML comments left out), the code cells before the
+exercises (not counting cells the website hides, such as the Colab set-up cell),
 the exercises by level, and the seconds the notebook takes to execute top to bottom (in a fresh kernel,
 as `make refresh` runs it). Estimated from them, with the rates below: reading and running the chapter,
 then doing its exercises. Rerun it after adding or changing a chapter; tests/test_chapter_times.py
@@ -28,6 +28,7 @@ MINUTES_PER_CODE_CELL = 1       # read a cell, run it, look at its output
 MINUTES_PER_EXERCISE = {"easy": 5, "medium": 10, "hard": 20}
 BEGIN, END = "<!-- chapter-times:begin -->", "<!-- chapter-times:end -->"
 MATH_RE = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
+COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)  # shown nowhere, such as a listing's mark (tests/test_listings.py)
 WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 
 
@@ -65,7 +66,8 @@ def measure(path: Path, execute: bool = False) -> ChapterTime:
     title = next((line[2:].strip() for c in teaching if c.cell_type == "markdown"
                   for line in c.source.splitlines() if line.startswith("# ")), path.stem)
     number = path.name.split("_")[0].lstrip("0") or "0"
-    words = sum(len(WORD_RE.findall(MATH_RE.sub(" ", c.source))) for c in teaching if c.cell_type == "markdown")
+    prose = [MATH_RE.sub(" ", COMMENT_RE.sub(" ", c.source)) for c in teaching if c.cell_type == "markdown"]
+    words = sum(len(WORD_RE.findall(text)) for text in prose)
     levels = {level: sum(ex.level == level for ex in exercises) for level in MINUTES_PER_EXERCISE}
     seconds = None
     if execute:

@@ -243,19 +243,3 @@ def test_mismatched_shapes_raise_clear_errors():
         traffic.paper_blocks(-1, 8)
     with pytest.raises(TypeError, match="keys_outside must be True or False"):
         flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")
-
-
-def test_chapter_10_listings_are_the_package_code():
-    """Every line of code in chapter 10's listings (comments aside, `def` lines shortened) is a line of ah.flash."""
-    import inspect
-    import json
-    import re
-    from pathlib import Path
-
-    chapter = Path(__file__).parent.parent / "chapters" / "10_flash_attention.ipynb"
-    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
-    listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
-    assert len(listings) == 3, "the forward pass's inner loop, the backward pass's tile and FlashAttention"
-    code = {line.split("  #")[0].strip() for line in inspect.getsource(flash).splitlines()}
-    quoted = [line.split("  #")[0].strip() for listing in listings for line in listing.splitlines()]
-    assert [line for line in quoted if line and not line.startswith("def ") and line not in code] == []

@@ -98,20 +98,3 @@ def test_absorb_must_be_a_bool(layer):
 def test_the_fixture_catches_a_missing_score_scale(layer):
     """d_c != d_k here, so absorbed = naive fails if the absorbed path forgets to rescale its scores."""
     assert layer.d_c != layer.d_k
-
-
-def test_chapter_12_quotes_the_absorbed_path_exactly():
-    """The listing in chapter 12's prose is LatentAttention.forward's own code, line for line."""
-    import inspect
-    import json
-    import re
-    from pathlib import Path
-
-    chapter = Path(__file__).parent.parent / "chapters" / "12_cost_of_the_cache.ipynb"
-    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
-    listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
-    assert listings, "chapter 12 quotes the absorbed path in a ```python block"
-    code = {line.strip() for line in inspect.getsource(LatentAttention.forward).splitlines()}
-    quoted = [line.strip() for listing in listings for line in listing.splitlines() if line.strip()]
-    assert "scale * math.sqrt(d_c + d_r)" in " ".join(quoted), "the listing shows the score-scale correction"
-    assert [line for line in quoted if line not in code] == []

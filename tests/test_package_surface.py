@@ -102,9 +102,57 @@ def test_api_page_lists_every_top_level_name_with_its_chapter():
     assert all(row.split(" | ")[1].strip()[0].isdigit() for row in rows)  # the chapter column
 
 
-def test_api_page_names_every_idea_module_by_its_chapter():
-    """api.md's table of modules by chapter lists every public module but the four that serve every chapter."""
-    page = (Path(__file__).parent.parent / "api.md").read_text(encoding="utf-8")
-    rows = [line for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
-    listed = {name for row in rows for name in row.split(" | ")[1].split("`")[1::2]}
-    assert listed == set(PUBLIC_MODULES) - {"checks", "plotting", "tables", "validate"}
+def test_api_page_groups_every_public_name_by_chapter():
+    """Every name of every public module's __all__ is listed under the chapters its docstring names (issue 41)."""
+    import attn_api
+
+    index = attn_api.chapter_index()
+    listed = {(module, name) for modules in index.values() for module, names in modules.items() for name in names}
+    public = {(m, n) for m in attn_api.public_modules() for n in importlib.import_module(m).__all__}
+    assert listed == public
+    assert set(index) == {*range(1, 13), attn_api.EVERY}
+
+    def names(chapter):
+        return {f"{m.removeprefix('attn_helpers.')}.{name}" for m, names in index[chapter].items() for name in names}
+
+    stretching = {"long_context.interpolation", "long_context.ntk_aware", "long_context.yarn",
+                  "sliding_window.window_mask", "sliding_window.RingCache", "extrapolation.train"}
+    assert stretching <= names(11) and not stretching & names(10)
+    assert {"attention.attention", "attention.loop_attention", "masks.causal_mask"} <= names(7)
+    assert "attention.attention" in names(1)  # "(chapter 1; mask in chapter 7)"
+    assert {"cost.TensorMemoryTracker"} <= names(6) & names(7)  # "(chapters 6-7)"
+    assert {"checks.ch03.cat_street_weights", "checks.ch03.CAT_SENTENCE", "glove.GloVe"} <= names(3)
+    shared = {"validate.token_ids", "checks.check_tensor", "plotting.plot_attention", "tables.table", "training.fit"}
+    assert shared <= names(attn_api.EVERY)
+    assert "training.fit" in names(4) and "validate.token_ids" not in names(11)  # a module serving all: there only
+    assert "training.copy_task_batch" not in names(attn_api.EVERY)
+
+
+def test_api_page_reads_the_chapters_a_docstring_names():
+    import attn_api
+
+    assert attn_api.chapters_named("Attention (chapter 1; mask in chapter 7).\n\nLater (chapter 9).") == {1, 7}
+    assert attn_api.chapters_named("Memory (chapters 6-7); and (chapters 1, 2 and 9).") == {6, 7, 1, 2, 9}
+    assert attn_api.chapters_named("Slopes (chapter 11; Press et al., 2022).") == {11}
+    assert attn_api.chapters_named("Exercise ex-ch03-cat: the weights.") == {3}
+    assert attn_api.chapters_named("The loop (chapter 4 onwards).") == {4, attn_api.EVERY}
+    assert attn_api.chapters_named("Input checks (every chapter).") == {attn_api.EVERY}
+    assert attn_api.chapters_named("As chapter 8 showed.") == set()
+
+
+def test_api_page_fails_on_a_name_that_names_no_chapter(monkeypatch):
+    import attn_api
+
+    monkeypatch.setattr(ah.long_context.yarn, "__doc__", "RoPE's frequencies, stretched.")
+    with pytest.raises(ValueError, match=r"attn_helpers\.long_context\.yarn's docstring names no chapter"):
+        attn_api.chapter_index()
+
+
+def test_api_page_fails_on_a_chapter_the_book_does_not_have():
+    import attn_api
+
+    titles = attn_api.chapter_titles(Path(__file__).parent.parent)
+    assert titles[11] == ("chapters/11_longer_than_trained", "Longer than trained")
+    del titles[12]
+    with pytest.raises(ValueError, match=r"chapters the book does not have, \[12\].*latent\.LatentAttention"):
+        attn_api.chapter_section(titles)

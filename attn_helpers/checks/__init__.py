@@ -1,4 +1,4 @@
-"""Self-checks for the exercises: accept the right answer, name the likely mistake in a wrong one.
+"""Self-checks for the exercises (every chapter): accept the right answer, name the likely mistake in a wrong one.
 
 Each chapter has a module here (``checks.ch01`` …) whose functions build the expected answer
 and the tensors that the usual mistakes would produce, then call :func:`check_tensor`.

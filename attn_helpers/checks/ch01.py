@@ -1,4 +1,4 @@
-"""Self-checks for chapter 1's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 1 (chapter 1; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

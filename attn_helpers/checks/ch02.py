@@ -1,4 +1,4 @@
-"""Self-checks for chapter 2's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 2 (chapter 2; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

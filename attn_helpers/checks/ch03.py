@@ -1,4 +1,4 @@
-"""Self-checks for chapter 3's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 3 (chapter 3; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Self-checks for chapter 4's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 4 (chapter 4; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Self-checks for chapter 5's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 5 (chapter 5; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 
@@ -240,8 +240,8 @@ def _look_back_weights() -> torch.Tensor:
 
 
 def look_back_distance(look_back: Callable) -> None:
-    """Chapter 5, "How far back does each head look": ``look_back(weights)`` maps ``(b, h, t, t)`` to ``(h,)``,
-    the mean of sum_j w_ij (i - j) over the sequences and the queries i >= 2."""
+    """The check of "How far back does each head look" (chapter 5): ``look_back(weights)`` maps
+    ``(b, h, t, t)`` to ``(h,)``, the mean of sum_j w_ij (i - j) over the sequences and the queries i >= 2."""
     w = _look_back_weights()
     t = w.shape[-1]
     i = torch.arange(t, dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""Self-checks for chapter 6's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 6 (chapter 6; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

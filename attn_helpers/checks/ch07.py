@@ -1,4 +1,4 @@
-"""Self-checks for chapter 7's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 7 (chapter 7; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

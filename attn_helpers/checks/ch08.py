@@ -1,4 +1,4 @@
-"""Self-checks for chapter 8's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 8 (chapter 8; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

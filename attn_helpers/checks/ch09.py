@@ -1,4 +1,4 @@
-"""Self-checks for chapter 9's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 9 (chapter 9; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

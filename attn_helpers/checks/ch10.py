@@ -1,4 +1,4 @@
-"""Self-checks for chapter 10's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 10 (chapter 10; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

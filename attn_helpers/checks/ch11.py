@@ -1,4 +1,4 @@
-"""Self-checks for chapter 11's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 11 (chapter 11; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Self-checks for chapter 12's exercises (see ``attn_helpers.checks``)."""
+"""Self-checks for the exercises of chapter 12 (chapter 12; see ``attn_helpers.checks``)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ __all__ = [
 
 
 class OutOfVocabularyError(KeyError):
-    """A word that the loaded GloVe vocabulary does not contain."""
+    """A word that the loaded GloVe vocabulary does not contain (chapter 3)."""
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])

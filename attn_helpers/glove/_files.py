@@ -36,11 +36,11 @@ SOURCES = {
 
 
 class GloVeDataError(RuntimeError):
-    """A GloVe data file that is missing, truncated or altered."""
+    """A GloVe data file that is missing, truncated or altered (chapter 3)."""
 
 
 def data_dir() -> Path:
-    """The folder with the shipped data: ``$ATTN_HELPERS_DATA`` if set, else the package's ``attn_helpers.data``.
+    """The folder with the shipped data (chapter 3): ``$ATTN_HELPERS_DATA`` if set, else ``attn_helpers.data``.
 
     In a checkout (and an editable install) that is the repository's ``data/``; an installed wheel
     carries the same files inside the package.

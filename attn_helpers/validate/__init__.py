@@ -1,4 +1,4 @@
-"""Input checks shared by the helpers: each raises an error that says what was wrong and what to do.
+"""Input checks shared by the helpers (every chapter): each raises an error that says what was wrong and what to do.
 
 A helper calls one of these in one line before its math, so the math reads on its own. The checks
 look at the inputs only (``t·d`` numbers), never at the ``t²`` scores, so they stay cheap. They are
