@@ -222,3 +222,25 @@ def test_citations_and_bibliography_agree():
                 if author.replace(" et al.", "") not in text or year not in text:
                     problems.append(f"{page}: the citation {text!r} leads to the entry [{entries.get(target)}]")
     assert checked >= 5 and not problems, "\n".join(problems) or "too few citations found"
+
+
+EXPLORER_BLOCK = re.compile(r'<div class="book-explorer"><script type="application/json">(.*?)</script>', re.S)
+SCRIPT_SRC = re.compile(r'<script src="([^"]+)"')
+
+
+def test_explorer_pages_load_vega_from_the_site_and_grow_by_at_most_about_1_mb():
+    """The explorers' pages load Vega from _static/vega/ (no other host), other pages do not load it at all, and
+    an explorer page's Vega files and specifications together stay under 1.1 MB (issue 42: "about 1 MB")."""
+    site = require_site()
+    pages = {p: (site / p).read_text(encoding="utf-8") for p in html_pages(site)}
+    with_explorers = {p: text for p, text in pages.items() if 'class="book-explorer"' in text}
+    assert "chapters/02_scaling.html" in {p.as_posix() for p in with_explorers}
+    for page, text in pages.items():
+        vega = [src for src in SCRIPT_SRC.findall(text) if "/vega/" in src]
+        if page not in with_explorers:
+            assert not vega, f"{page} loads Vega without showing an explorer"
+            continue
+        assert len(vega) == 3 and all(not urlsplit(src).netloc for src in vega), f"{page}: {vega}"
+        files = [(site / page).parent / src.split("?")[0] for src in vega]
+        grown = sum(f.stat().st_size for f in files) + sum(len(spec) for spec in EXPLORER_BLOCK.findall(text))
+        assert grown < 1.1e6, f"{page} grows by {grown / 1e6:.2f} MB with its explorers"
