@@ -119,3 +119,8 @@ def labels_after(explorer, before: list[str]) -> list[str]:
         ".map(m => m.getAttribute('aria-label'))) !== JSON.stringify(before)".replace("MARKS", MARKS),
         arg=[explorer.element_handle(), before], timeout=TIMEOUT_MS)
     return labels(explorer)
+
+
+def signed(label: str) -> str:
+    """``label`` with Vega's minus sign (U+2212, which d3-format writes before a negative number) as ``-``."""
+    return label.replace("\u2212", "-")

@@ -10,8 +10,10 @@ compare with the chart.
 
 from .explorer import MIME_TYPE, Explorer, rounded
 from .temperature import temperature_explorer, temperature_view
+from .tiles import tile_walk_explorer, tile_walk_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "tile_walk_explorer", "tile_walk_view",  # chapter 10
 ]
