@@ -73,8 +73,9 @@ def test_the_tile_walk_explorer_shows_what_python_computes(site_tab):
         slide_to(explorer, "tiles computed", step)
         labels_after(explorer, before)
         assert_matches_python(explorer, step)
+    before = labels(explorer)
     slide_to(explorer, "tiles computed", TILES)
-    final = shown(labels_after(explorer, labels(explorer)))
+    final = shown(labels_after(explorer, before))
     assert final["gap"] == pytest.approx(0, abs=1e-8)  # the last tile: the exact attention, to the eighth decimal
     assert control(explorer, "tiles computed").get_attribute("max") == str(TILES)
 
