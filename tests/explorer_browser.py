@@ -85,7 +85,7 @@ def labels(explorer) -> list[str]:
 
 def numbers(label: str) -> list[float]:
     """The decimal numbers in one mark's label, in order."""
-    return [float(x) for x in NUMBER.findall(label)]
+    return [float(x) for x in NUMBER.findall(signed(label))]
 
 
 def control(explorer, name: str):
@@ -131,3 +131,8 @@ def spec_of(explorer) -> dict:
     import json
 
     return json.loads(explorer.locator('script[type="application/json"]').text_content())
+
+
+def signed(label: str) -> str:
+    """``label`` with Vega's minus sign (U+2212, which d3-format writes before a negative number) as ``-``."""
+    return label.replace("\u2212", "-")

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 import attn_helpers as ah
-from attn_helpers.explorers import mask_explorer, mask_view
-from attn_helpers.explorers import rounded
+from attn_helpers.explorers import mask_explorer, mask_view, rounded
 
 T = 6
 X = torch.randn(T, 5, generator=torch.Generator().manual_seed(7))  # (t, d)

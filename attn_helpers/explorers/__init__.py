@@ -11,9 +11,11 @@ compare with the chart.
 from ._explorer import MIME_TYPE, Explorer, rounded
 from ._masks import mask_explorer, mask_view
 from ._temperature import temperature_explorer, temperature_view
+from ._tiles import tile_walk_explorer, tile_walk_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
     "mask_explorer", "mask_view",  # chapter 7
+    "tile_walk_explorer", "tile_walk_view",  # chapter 10
 ]
