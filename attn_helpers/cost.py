@@ -32,6 +32,7 @@ from matplotlib.ticker import ScalarFormatter
 from . import validate
 from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention, loop_attention
+from .training import torch_threads
 
 __all__ = [
     "time_call",
@@ -72,7 +73,7 @@ def time_call(
     clock) have been spent, so a slow call runs only once or twice. ``clock`` defaults to
     :func:`default_clock`.
     """
-    validate.positive_int(repeats, "repeats")
+    validate.integer(repeats, "repeats", minimum=1)
     if clock is None:
         clock = default_clock()
     elif not callable(clock):
@@ -152,13 +153,8 @@ def measure_time(
     current setting.
     """
     sizes = validate.sizes_list(sizes)
-    validate.positive_int(threads, "threads", none_ok=True)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads or before)
-    try:
+    with torch_threads(threads):
         return _measure_time(sizes, d, loop_limit, seed)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _measure_time(sizes: list[int], d: int, loop_limit: float, seed: int) -> pd.DataFrame:

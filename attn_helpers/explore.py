@@ -44,8 +44,8 @@ ORDER_SENTENCE = "We process and ship your order"
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
     """``softmax(scores / temperature)`` along the last dimension (chapter 2). Shape in = shape out."""
     s = as_float_tensor(scores, "scores")
-    temperature = validate.positive_number(
-        temperature, "temperature", why="small values sharpen the weights, large values flatten them"
+    temperature = validate.real(
+        temperature, "temperature", above=0, why="small values sharpen the weights, large values flatten them"
     )
     return softmax(s / temperature, dim=-1)
 

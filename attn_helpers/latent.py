@@ -60,14 +60,11 @@ class LatentAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, d_c: int, d_rope: int):
         super().__init__()
-        self.d_model = validate.positive_int(d_model, "d_model")
-        self.num_heads = validate.positive_int(num_heads, "num_heads")
-        self.d_c = validate.positive_int(d_c, "d_c")
+        self.d_model = validate.integer(d_model, "d_model", minimum=1)
+        self.num_heads = validate.integer(num_heads, "num_heads", minimum=1)
+        self.d_c = validate.integer(d_c, "d_c", minimum=1)
         self.d_rope = validate.even_int(d_rope, "d_rope")  # RoPE turns pairs of features
-        if d_model % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}: each head takes d_model / num_heads "
-                             f"of the features.")
-        self.d_k = d_model // num_heads
+        self.d_k = validate.head_width(self.d_model, self.num_heads)
         h, d_k = self.num_heads, self.d_k
         self.W_q = nn.Linear(d_model, h * d_k, bias=False)  # content queries
         self.W_qr = nn.Linear(d_model, h * d_rope, bias=False)  # RoPE queries, one per head

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import validate
-from .training import LETTERS, TrainResult, fit, one_thread
+from .training import LETTERS, TrainResult, fit, torch_threads
 
 __all__ = [
     "recall_features",
@@ -29,9 +29,9 @@ __all__ = [
 
 
 def _check_task(n_pairs: int, n_keys: int, n_values: int) -> None:
-    validate.positive_int(n_pairs, "n_pairs")
-    validate.positive_int(n_keys, "n_keys")
-    validate.positive_int(n_values, "n_values", 2)
+    validate.integer(n_pairs, "n_pairs", minimum=1)
+    validate.integer(n_keys, "n_keys", minimum=1)
+    validate.integer(n_values, "n_values", minimum=2)
     if n_keys > len(LETTERS):
         raise ValueError(f"n_keys={n_keys} is larger than the {len(LETTERS)} letters used as key names.")
     if n_values > 10:
@@ -81,7 +81,7 @@ def recall_batch(
     the sequence's keys; ``target`` ``(b,)``: its value. ``generator`` makes the batch reproducible.
     """
     _check_task(n_pairs, n_keys, n_values)
-    validate.positive_int(batch_size, "batch_size")
+    validate.integer(batch_size, "batch_size", minimum=1)
     keys = torch.rand(batch_size, n_keys, generator=generator).argsort(dim=-1)[:, :n_pairs]  # distinct keys
     values = torch.randint(0, n_values, (batch_size, n_pairs), generator=generator)
     asked = torch.randint(0, n_pairs, (batch_size,), generator=generator)  # which pair the query names
@@ -145,6 +145,6 @@ def train_recall(
         logits, _ = recall_logits(model, x)  # (b, n_values)
         return F.cross_entropy(logits, target)
 
-    with one_thread():
+    with torch_threads():
         losses = fit(model, batch_loss, steps, lr)
         return TrainResult(losses, recall_accuracy(model, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values))

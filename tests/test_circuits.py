@@ -45,8 +45,8 @@ def test_model_shapes_and_causality():
 
 
 @pytest.mark.parametrize("tokens, message", [
-    (torch.zeros(2, 21, dtype=torch.long), "up to seq_len=20"),
-    (torch.full((2, 5), 24), "ids 0 … 23"),
+    (torch.zeros(2, 21, dtype=torch.long), "up to seq_len=20 tokens, got 21"),
+    (torch.full((2, 5), 24), "ids must lie in 0 … 23"),
     (torch.zeros(2, 5), "integer ids"),
     (torch.zeros(5, dtype=torch.long), r"\(b, t\)"),
 ])

@@ -94,3 +94,20 @@ def test_plot_losses():
     assert ax.get_title() == "t" and ax.get_yscale() == "log" and ax.get_xlabel() == "training step"
     with pytest.raises(ValueError, match="empty"):
         training.plot_losses([])
+
+
+def test_torch_threads_sets_the_count_and_restores_it():
+    before = torch.get_num_threads()
+    with training.torch_threads():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with training.torch_threads(2):
+        assert torch.get_num_threads() == 2
+    with training.torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), training.torch_threads():
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match=r"threads must be a positive integer or None, got 0\."):
+        with training.torch_threads(0):
+            pass

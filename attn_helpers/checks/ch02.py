@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..attention import _stable_softmax, softmax
+from ..attention import safe_softmax, softmax
 from . import CheckFailed, book_attention, check_tensor, check_value, run_by_hand
 
 __all__ = [
@@ -64,7 +64,7 @@ _SHORTCUTS = {  # what a learner's softmax may not call, by the fragments of the
 
 def _run_by_hand(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int) -> torch.Tensor:
     """``fn(x, dim=dim)``, refused if it reaches for a ready-made softmax."""
-    forbidden = {**book_attention(), softmax: "ah.softmax", _stable_softmax: "ah.softmax"}
+    forbidden = {**book_attention(), softmax: "ah.softmax", safe_softmax: "ah.softmax"}
     return run_by_hand(fn, (x.clone(),), forbidden, "stable_softmax", "write it with torch.exp, amax and sum only.",
                        kwargs={"dim": dim}, shortcuts=_SHORTCUTS)
 

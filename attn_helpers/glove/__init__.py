@@ -93,7 +93,7 @@ class GloVe:
         max_vectors: int | None = None,
     ) -> None:
         name, dim = _check_name_and_dim(name, dim)
-        max_vectors = validate.positive_int(max_vectors, "max_vectors", none_ok=True)
+        max_vectors = validate.integer(max_vectors, "max_vectors", minimum=1, none_ok=True)
         if path is None and cache is None:
             if (name, dim) != ("6B", 50):
                 raise ValueError(_not_shipped(name, dim))

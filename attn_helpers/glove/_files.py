@@ -269,7 +269,7 @@ def _check_name_and_dim(name: object, dim: object) -> tuple[str, int]:
         if name == "twitter.27B":
             raise ValueError(f"GloVe twitter.27B comes in dimensions {dims}: pass one, e.g. dim=100.")
         return name, 50 if name == "6B" else 300
-    dim = validate.positive_int(dim, "dim")
+    dim = validate.integer(dim, "dim", minimum=1)
     if dim not in dims:
         raise ValueError(f"GloVe {name} comes in dimensions {dims}, got dim={dim}.")
     return name, dim

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._numbers import flag, positive_int, whole_number
+from ._numbers import flag, integer, whole_number
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
@@ -207,8 +207,8 @@ def tiled_attention_args(
     ``t_k >= t_q``, positive block sizes, and a bool mask (True = may attend) that adds no dimensions.
     """
     scale = attention_args(q, k, v, None, scale)  # float tensors of one dtype, d_k and t_k that match
-    positive_int(block_q, "block_q")
-    positive_int(block_k, "block_k")
+    integer(block_q, "block_q", minimum=1)
+    integer(block_k, "block_k", minimum=1)
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         raise ValueError(f"the tiled passes take queries, keys and values with the same leading dimensions, got "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}. Expand them first, e.g. "
