@@ -1,9 +1,12 @@
-"""A small synthetic task that one attention head can learn, and the loop that trains it (chapter 4).
+"""A small synthetic task that one attention head can learn, and the book's one training loop (chapter 4).
 
 The task: every token must output a copy of the token ``offset`` places away (``offset=-1``: the
 previous token). Each input vector is the concatenation of two one-hot codes, the token's
 identity (``vocab_size`` features) and its position (``seq_len`` features), so a head can learn
 to find the right neighbour from the position part and to copy the identity part.
+
+:func:`fit` is the loop every model of the book trains with, and :func:`torch_threads` the one place
+that sets PyTorch's thread count for a block (training on one thread, timings on a chosen number).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr
 
     Each step computes ``batch_loss()`` (a 0-d tensor: the loss of a fresh batch), back-propagates it and
     updates the weights, then calls ``after_step(step, loss)`` if given (steps count from 1). The one
-    training loop of the book: chapters 4, 5, 8, 9 and 11 train their models with it.
+    training loop of the book: chapters 4, 5, 8, 9, 10, 11 and 12 train their models with it.
     """
     steps = validate.integer(steps, "steps", minimum=1)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
