@@ -42,6 +42,7 @@ __all__ = [
     "measure_time",
     "measure_memory",
     "count_flops",
+    "flops_by_operator",
     "measure_flops",
     "plot_flops",
     "loglog_slope",
@@ -191,6 +192,16 @@ def measure_memory(sizes: Sequence[int], d: int = 64, seed: int = 0) -> pd.DataF
     return pd.DataFrame(rows).set_index("t")
 
 
+def _flop_counts(fn: Callable[..., object], *args: object) -> dict[str, dict[str, int]]:
+    """FLOPs of ``fn(*args)`` by module (``"Global"`` for all of it, then each submodule's name) and operator."""
+    from torch.utils.flop_counter import FlopCounterMode  # imported here: its first use takes a second
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn(*args)
+    return {module: {str(op).split(".")[-1]: int(n) for op, n in ops.items()}
+            for module, ops in counter.get_flop_counts().items()}
+
+
 def count_flops(fn: Callable[..., object], *args: object) -> int:
     """Floating-point operations of the matrix products in ``fn(*args)`` (chapter 7).
 
@@ -199,11 +210,15 @@ def count_flops(fn: Callable[..., object], *args: object) -> int:
     not counted. The count is the same on every run and machine. Fused kernels it has no formula
     for (``F.scaled_dot_product_attention`` on the CPU) count as 0.
     """
-    from torch.utils.flop_counter import FlopCounterMode  # imported here: its first use takes a second
+    return sum(flops_by_operator(fn, *args).values())
 
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    return int(counter.get_total_flops())
+
+def flops_by_operator(fn: Callable[..., object], *args: object) -> dict[str, int]:
+    """The FLOPs of :func:`count_flops`, by operator: ``{"mm": …, "bmm": …}`` (chapter 9).
+
+    Matrix products are counted as 2 FLOPs per multiply-add; softmax, ``cat`` and the like count 0.
+    """
+    return _flop_counts(fn, *args).get("Global", {})
 
 
 def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: int = 0) -> pd.DataFrame:
@@ -214,8 +229,6 @@ def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: i
     ``(t, d) @ (d, d)`` products, ``8·t·d²``) and ``attention`` (``QKᵀ`` and the weights times ``V``
     over all heads, ``4·t²·d``). Indexed by t. The two are equal at ``t = 2d``.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     from .modules import MultiHeadAttention
 
     sizes = validate.sizes_list(sizes)
@@ -224,11 +237,9 @@ def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: i
     rows = []
     for t in sizes:
         x = torch.randn(1, t, d, generator=torch.Generator().manual_seed(seed + t))  # (b, t, d)
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            layer(x)
-        per_module = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+        per_module = {name: sum(ops.values()) for name, ops in _flop_counts(layer, x).items()}
         projections = sum(n for name, n in per_module.items() if name.split(".")[-1] in ("W_q", "W_k", "W_v", "W_o"))
-        rows.append({"t": t, "projections": projections, "attention": counter.get_total_flops() - projections})
+        rows.append({"t": t, "projections": projections, "attention": per_module["Global"] - projections})
     return pd.DataFrame(rows).set_index("t")
 
 

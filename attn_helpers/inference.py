@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import attention
-from .cost import time_call
+from .cost import flops_by_operator, time_call
 from .masks import causal_mask
 from .position import rope
 from .training import torch_threads
@@ -36,7 +35,6 @@ __all__ = [
     "grouped_query_attention",
     "GroupedQueryAttention",
     "TinyDecoder",
-    "flops_by_operator",
     "decode_flops",
     "decode_times",
 ]
@@ -232,17 +230,6 @@ class TinyDecoder(nn.Module):
         """Bytes the KV cache grows by per token: 2 · n_layers · g · d_k · bytes per number."""
         layer = self.layers[0]
         return 2 * len(self.layers) * layer.num_kv_heads * layer.d_k * torch.finfo(dtype).bits // 8
-
-
-def flops_by_operator(fn: Callable[..., object], *args: object) -> dict[str, int]:
-    """FLOPs of ``fn(*args)`` counted by ``torch.utils.flop_counter.FlopCounterMode``, by operator (chapter 9).
-
-    Matrix products are counted as 2 FLOPs per multiply-add; softmax, ``cat`` and the like count 0.
-    Returns a dict from operator name (``"mm"``, ``"bmm"``, …) to FLOPs.
-    """
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    return {str(op).split(".")[-1]: int(n) for op, n in counter.get_flop_counts()["Global"].items()}
 
 
 def _step_inputs(model: TinyDecoder, t: int, seed: int) -> tuple[torch.Tensor, list[KVCache]]:

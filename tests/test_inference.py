@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import attn_helpers as ah
 from attn_helpers.cost import TensorMemoryTracker
-from attn_helpers.inference import KVCache, decode_flops, decode_times, flops_by_operator, grouped_query_attention
+from attn_helpers.inference import KVCache, decode_flops, decode_times, grouped_query_attention
 
 
 def randn(*shape, seed=0):
@@ -241,10 +241,6 @@ def test_flops_grow_linearly_with_a_cache_and_quadratically_without(decoder):
     assert ah.cost.loglog_slope(table.index, table["full_attention"]) == pytest.approx(2.0)
     with pytest.raises(ValueError, match=">= 2"):
         decode_flops(decoder, [1, 4])
-
-
-def test_count_flops_of_a_matrix_product():
-    assert flops_by_operator(torch.mm, torch.ones(3, 4), torch.ones(4, 5)) == {"mm": 2 * 3 * 4 * 5}
 
 
 def test_decode_times_returns_positive_seconds(decoder):
