@@ -1,5 +1,8 @@
 """Attention as PyTorch modules with learned projections: one head (chapter 4), many heads (chapter 5).
 
+It holds the two ``nn.Module`` classes the later chapters build on, ``SelfAttentionHead`` and
+``MultiHeadAttention`` (both also at the top level, ``ah.SelfAttentionHead``).
+
 ``SelfAttentionHead`` maps the input to queries, keys and values with three ``nn.Linear`` layers
 and calls ``attn_helpers.attention``. ``MultiHeadAttention`` does the same for h heads at once
 with one fused projection per role, splits the columns into heads with ``view`` and ``transpose``

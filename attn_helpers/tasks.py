@@ -1,4 +1,8 @@
-"""Associative recall: a task where a query must find a key by what it is, not where it is (chapter 4).
+"""Associative recall, the only task in this module: a query must find a key by what it is, not where it is.
+
+Chapter 4 trains a head on it and chapter 12 compares softmax and linear attention on it; the module keeps
+the general name ``tasks`` because both chapters import it so. Chapter 4's other task, copying a neighbour,
+is in ``attn_helpers.training``, chapter 5's in ``attn_helpers.heads_task``.
 
 A sequence holds ``n_pairs`` key–value pairs, each one token, and ends with a query token that names
 one of the keys; the answer is that key's value. Keys are letters (``A``, ``B``, …), all different
