@@ -46,7 +46,8 @@ def __getattr__(name: str) -> Any:
     elif name in _MODULES:
         value = importlib.import_module(f".{name}", __name__)
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the top level holds {', '.join(__all__)}, "
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the top level holds "
+                             f"{', '.join(__all__)}, "
                              f"the rest is in its module (dir(attn_helpers) lists them).")
     globals()[name] = value
     return value

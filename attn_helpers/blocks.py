@@ -43,7 +43,9 @@ class TransformerBlock(nn.Module):
 
 
 @torch.no_grad()
-def copy_to_torch_encoder_layer(block: TransformerBlock, layer: nn.TransformerEncoderLayer) -> nn.TransformerEncoderLayer:
+def copy_to_torch_encoder_layer(
+    block: TransformerBlock, layer: nn.TransformerEncoderLayer
+) -> nn.TransformerEncoderLayer:
     """Copy ``block``'s weights into ``layer`` (in place) and return it (chapter 8).
 
     ``layer`` must be a ``TransformerEncoderLayer`` of the same sizes, with ReLU, ``norm_first=True``

@@ -45,7 +45,8 @@ def _check_task(vocab_size: int, seq_len: int, min_repeat: int) -> tuple[int, in
     seq_len = validate.integer(seq_len, "seq_len", minimum=4)
     min_repeat = validate.integer(min_repeat, "min_repeat", minimum=2)
     if 2 * min_repeat > seq_len:
-        raise ValueError(f"min_repeat={min_repeat} is too long: the block and its repeat must fit in seq_len={seq_len}.")
+        raise ValueError(f"min_repeat={min_repeat} is too long: the block and its repeat must fit in "
+                         f"seq_len={seq_len}.")
     vocab_size = validate.integer(vocab_size, "vocab_size", minimum=2)
     if vocab_size < seq_len - min_repeat:
         raise ValueError(
@@ -157,7 +158,8 @@ def measure_heads(model: AttentionOnly, n: int = 200, seed: int = 5) -> HeadMeas
     """
     _check_model(model)
     if len(model.layers) < 2:
-        raise ValueError("measure_heads needs a model with at least two layers (a previous-token head and an induction head).")
+        raise ValueError("measure_heads needs a model with at least two layers (a previous-token head and an "
+                         "induction head).")
     tokens, scored = induction_batch(n, model.vocab_size, model.seq_len, generator=torch.Generator().manual_seed(seed))
     _, (w1, w2, *_) = model(tokens)
     w1, w2 = w1[:, 0], w2[:, 0]  # (b, t, t): the one head of each layer
@@ -218,7 +220,8 @@ def qk_circuit(model: AttentionOnly, layer: int = 1) -> torch.Tensor:
     if len(model.layers) < 2:
         raise ValueError(f"qk_circuit reads a layer through the layer before it, so the model needs two layers or "
                          f"more; this one has {len(model.layers)}.")
-    layer = validate.integer(layer, "layer", minimum=1, maximum=len(model.layers) - 1, why="it reads the layer before it")
+    layer = validate.integer(layer, "layer", minimum=1, maximum=len(model.layers) - 1,
+                             why="it reads the layer before it")
     E = model.embed.weight  # (V, d_model)
     prev, head = model.layers[layer - 1], model.layers[layer]
     written = E @ prev.W_v.weight.T @ prev.W_o.weight.T  # (V, d_model): what the previous-token head copies

@@ -162,7 +162,8 @@ def _measure_time(sizes: list[int], d: int, loop_limit: float, seed: int) -> pd.
     rows, loop_last = [], None
     for t in sizes:
         q, k, v = _qkv(t, d, seed)
-        row = {"t": t, "book": time_call(attention, q, k, v), "sdpa": time_call(F.scaled_dot_product_attention, q, k, v)}
+        row = {"t": t, "book": time_call(attention, q, k, v),
+               "sdpa": time_call(F.scaled_dot_product_attention, q, k, v)}
         loop = math.nan
         if loop_last is None or loop_last[1] * (t / loop_last[0]) ** 2 <= loop_limit:
             loop = time_call(loop_attention, q[0, 0], k[0, 0], v[0, 0], repeats=3, budget=0.2, warmup=False)

@@ -39,7 +39,9 @@ def collapse_residual(X: torch.Tensor) -> float:
     return float((X - X.mean(dim=0, keepdim=True)).norm() / norm)
 
 
-def attention_layers(X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False) -> list[torch.Tensor]:
+def attention_layers(
+    X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False
+) -> list[torch.Tensor]:
     """``X`` ``(t, d)`` before the first layer and after each of ``layers`` layers of plain self-attention:
     ``layers + 1`` tensors ``(t, d)`` in float64 (chapter 8).
 

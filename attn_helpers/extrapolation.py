@@ -47,7 +47,8 @@ class PositionModel(nn.Module):
         d_k = validate.head_width(validate.integer(d_model, "d_model", minimum=1), self.num_heads)
         self.d_k = validate.even_int(d_k, "d_model / num_heads")  # RoPE turns pairs of features
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(validate.integer(max_len, "max_len", minimum=1), d_model) if scheme == "learned" else None
+        max_len = validate.integer(max_len, "max_len", minimum=1)
+        self.pos = nn.Embedding(max_len, d_model) if scheme == "learned" else None
         n_layers = validate.integer(n_layers, "n_layers", minimum=1)
         self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
         self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
@@ -84,7 +85,7 @@ class PositionModel(nn.Module):
 
 def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size: int = 32, lr: float = 0.01,
           seed: int = 0) -> list[float]:
-    """Adam on ``circuits.induction_batch`` sequences of ``seq_len`` tokens; returns the loss of every step (chapter 11).
+    """Adam on ``circuits.induction_batch`` sequences of ``seq_len`` tokens; returns every step's loss (chapter 11).
 
     The loss is the cross-entropy of the next token at the positions inside the repeat. Seeded, one thread.
     """
@@ -113,7 +114,8 @@ def decode(model: PositionModel, tokens: torch.Tensor, window: int, sinks: int =
     """
     if model.scheme not in ("rope", "none"):
         raise ValueError(f"decode runs a 'rope' or a 'none' model, got scheme {model.scheme!r}: its positions are "
-                         f"not rotations that a cache can renumber. Measure it in one pass with allowed=window_mask(...).")
+                         f"not rotations that a cache can renumber. Measure it in one pass with "
+                         f"allowed=window_mask(...).")
     if numbering not in ("text", "cache"):
         raise ValueError(f"numbering must be 'text' (positions in the text) or 'cache' (positions within the cache), "
                          f"got {numbering!r}.")

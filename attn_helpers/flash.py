@@ -61,7 +61,8 @@ def _row_of_tiles(rows: slice, t_q: int, t_k: int, block_k: int, causal: bool) -
 
 
 def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = False) -> dict[str, int]:
-    """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}`` (chapter 10)."""
+    """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}``
+    (chapter 10)."""
     validate.integer(block_q, "block_q", minimum=1)
     validate.integer(block_k, "block_k", minimum=1)
     validate.integer(t_q, "t_q", minimum=1)

@@ -16,7 +16,7 @@ sliding window) no longer holds that number and must pass ``positions`` itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd

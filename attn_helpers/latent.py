@@ -26,7 +26,8 @@ __all__ = ["LatentCache", "LatentAttention"]
 
 @dataclass(frozen=True)
 class LatentCache:
-    """What MLA caches for one layer (chapter 12): ``c`` ``(b, t, d_c)`` and the rotated ``k_rope`` ``(b, t, d_rope)``."""
+    """What MLA caches for one layer (chapter 12): ``c`` ``(b, t, d_c)`` and the rotated ``k_rope``
+    ``(b, t, d_rope)``."""
 
     c: torch.Tensor
     k_rope: torch.Tensor
@@ -41,11 +42,11 @@ class LatentCache:
 
     def extend(self, c_new: torch.Tensor, k_rope_new: torch.Tensor) -> LatentCache:
         """A cache with ``c_new`` ``(b, t_new, d_c)`` and ``k_rope_new`` ``(b, t_new, d_rope)`` appended."""
-        if (c_new.shape[0], c_new.shape[2], k_rope_new.shape[2]) != (self.c.shape[0], self.c.shape[2], self.k_rope.shape[2]) \
-                or c_new.dtype != self.c.dtype:
-            raise ValueError(f"new latents {tuple(c_new.shape)} ({c_new.dtype}) do not fit a cache of {tuple(self.c.shape)} "
-                             f"({self.c.dtype}): the batch, d_c, d_rope and dtype must match. Pass the cache this layer "
-                             f"returned for the same sequences.")
+        new = (c_new.shape[0], c_new.shape[2], k_rope_new.shape[2], c_new.dtype)
+        if new != (self.c.shape[0], self.c.shape[2], self.k_rope.shape[2], self.c.dtype):
+            raise ValueError(f"new latents {tuple(c_new.shape)} ({c_new.dtype}) do not fit a cache of "
+                             f"{tuple(self.c.shape)} ({self.c.dtype}): the batch, d_c, d_rope and dtype must match. "
+                             f"Pass the cache this layer returned for the same sequences.")
         return LatentCache(torch.cat([self.c, c_new], dim=1), torch.cat([self.k_rope, k_rope_new], dim=1))
 
 

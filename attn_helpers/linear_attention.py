@@ -153,7 +153,8 @@ def plot_recall(accuracy: pd.DataFrame, chance: float) -> plt.Axes:
     import matplotlib.pyplot as plt
 
     if accuracy.empty:
-        raise ValueError("plot_recall needs a non-empty DataFrame indexed by the number of pairs, one column per model.")
+        raise ValueError("plot_recall needs a non-empty DataFrame indexed by the number of pairs, one column per "
+                         "model.")
     _, ax = plt.subplots(figsize=(6, 3.8))
     for i, ((name, column), marker) in enumerate(zip(accuracy.items(), "osv^D" * len(accuracy.columns), strict=False)):
         size = max(4, 11 - 3 * i)  # each line thinner than the one before, so that equal lines stay visible

@@ -142,9 +142,9 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
 
     ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
     where ``r = β`` and ``r = α`` are rounded outward (down and up), the first clipped at 0 and the second at
-    ``d - 1`` (that code's limit, past the last pair), and the ramp runs linearly over pair indices between them. Then a β that no pair reaches still keeps the fastest
-    pair whenever it turns more than α times (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula
-    with β = 2).
+    ``d - 1`` (that code's limit, past the last pair), and the ramp runs linearly over pair indices between
+    them. Then a β that no pair reaches still keeps the fastest pair whenever it turns more than α times
+    (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula with β = 2).
     """
     s = _stretch(s)
     alpha = validate.real(alpha, "alpha", above=0, why="the turns below which a pair is interpolated")

@@ -33,7 +33,9 @@ def _check_dims(dims: Sequence[int]) -> list[int]:
     return [validate.integer(d, "every dimension in dims", minimum=1) for d in dims]
 
 
-def dot_product_variance(dims: Sequence[int], n_samples: int = 4000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def dot_product_variance(
+    dims: Sequence[int], n_samples: int = 4000, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Measured variance of q·k, and of q·k/√d, for random vectors with N(0, 1) components (chapter 2).
 
     For each d in ``dims`` draws ``n_samples`` independent pairs (q, k) of d-dimensional vectors
@@ -100,7 +102,8 @@ def saturation_curves(
     validate.integer(t, "t", minimum=2)
     validate.integer(n_trials, "n_trials", minimum=1)
     gen = torch.Generator().manual_seed(seed)
-    out: dict[str, list[torch.Tensor]] = {k: [] for k in ("max_grad_raw", "max_grad_scaled", "entropy_raw", "entropy_scaled")}
+    names = ("max_grad_raw", "max_grad_scaled", "entropy_raw", "entropy_scaled")
+    out: dict[str, list[torch.Tensor]] = {k: [] for k in names}
     for d in dims:
         q = torch.randn(n_trials, 1, d, generator=gen).double()  # (n, 1, d)
         k = torch.randn(n_trials, t, d, generator=gen).double()  # (n, t, d)

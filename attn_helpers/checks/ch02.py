@@ -76,7 +76,8 @@ def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
     check_tensor(_run_by_hand(fn, x, -1), torch.softmax(x, dim=-1), "softmax of a small 3 × 3 matrix", {
         "each row must sum to 1: normalise along dim, not along dim 0.": torch.softmax(x, dim=0),
         "you subtracted the maxima without keepdim=True, so they broadcast along the wrong axis: "
-        "keep the reduced dimension, so that each row's maximum lines up with its own row.": shifted / shifted.sum(dim=-1, keepdim=True),
+        "keep the reduced dimension, so that each row's maximum lines up with its own row.":
+            shifted / shifted.sum(dim=-1, keepdim=True),
         "without keepdim=True the maxima and the sums broadcast along the wrong axis: "
         "use keepdim=True in both amax and sum.": shifted / shifted.sum(dim=-1),
         "you divided by the sum of the scores; softmax exponentiates first, then normalises.":

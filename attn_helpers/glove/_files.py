@@ -178,7 +178,8 @@ def _where_from(name: str, dim: int) -> str:
 
 
 def _find_source(location: Path, name: str, dim: int) -> tuple[Path, str | None]:
-    """The file to read for GloVe ``name``/``dim`` at ``location`` (a text file, a zip, or a folder): (path, zip member)."""
+    """The file to read for GloVe ``name``/``dim`` at ``location`` (a text file, a zip, or a folder):
+    (path, zip member)."""
     text = f"glove.{name}.{dim}d.txt"
     if location.is_dir():
         for candidate in (text, SOURCES[name][1], f"glove.{name}.{dim}d.zip"):

@@ -140,11 +140,13 @@ def rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
 
 
 def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
-    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)`` (chapter 11)."""
+    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)``
+    (chapters 8, 9 and 11)."""
     if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.numel() == 0:
         raise ValueError(f"tokens must be a non-empty (b, t) tensor of integer ids (torch.long), got "
                          f"{getattr(tokens, 'shape', type(tokens).__name__)} {getattr(tokens, 'dtype', '')}.")
     if tokens.min() < 0 or tokens.max() >= vocab_size:
-        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), got ids "
+        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), "
+                         f"got ids "
                          f"{int(tokens.min())} … {int(tokens.max())}.")
     return tokens.shape[0], tokens.shape[1]

@@ -30,7 +30,8 @@ def integer(
     if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
         return number
     if maximum is not None:
-        what = f"an integer between {minimum} and {maximum}" if minimum is not None else f"an integer of at most {maximum}"
+        what = f"an integer between {minimum} and {maximum}" if minimum is not None \
+            else f"an integer of at most {maximum}"
     elif minimum is None:
         what = "an integer"
     else:

@@ -79,7 +79,8 @@ def _broadcastable(*shapes: tuple[int, ...]) -> bool:
 def softmax_dim(x: object, dim: object) -> int:
     """The checks of :func:`attn_helpers.softmax`: ``x`` a float tensor, ``dim`` an integer within its dimensions.
 
-    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range ``ValueError``.
+    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range
+    ``ValueError``.
     """
     if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
         as_float_tensor(x, "x")  # raises the explanatory TypeError, naming softmax(x)'s argument
@@ -130,7 +131,8 @@ def one_sequence_args(q: object, k: object, v: object, scale: object, owner: str
 
 
 def _attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``.
+    """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``,
+    v ``(..., t_k, d_v)``.
 
     Finite float tensors of one dtype, matching ``d_k`` and ``t_k``, leading dimensions that broadcast.
     """
