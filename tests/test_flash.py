@@ -253,7 +253,8 @@ def test_chapter_10_listings_are_the_package_code():
     from pathlib import Path
 
     chapter = Path(__file__).parent.parent / "chapters" / "10_flash_attention.ipynb"
-    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
+    cells = json.loads(chapter.read_text())["cells"]
+    markdown = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
     assert len(listings) == 3, "the forward pass's inner loop, the backward pass's tile and FlashAttention"
     code = {line.split("  #")[0].strip() for line in inspect.getsource(flash).splitlines()}

@@ -108,7 +108,8 @@ def test_chapter_12_quotes_the_absorbed_path_exactly():
     from pathlib import Path
 
     chapter = Path(__file__).parent.parent / "chapters" / "12_cost_of_the_cache.ipynb"
-    markdown = "".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"] if c["cell_type"] == "markdown")
+    cells = json.loads(chapter.read_text())["cells"]
+    markdown = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     listings = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
     assert listings, "chapter 12 quotes the absorbed path in a ```python block"
     code = {line.strip() for line in inspect.getsource(LatentAttention.forward).splitlines()}

@@ -12,7 +12,8 @@ from attn_helpers import training
 
 
 def test_copy_task_batch_layout_and_targets():
-    x, tokens, targets = training.copy_task_batch(3, seq_len=5, vocab_size=4, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    x, tokens, targets = training.copy_task_batch(3, seq_len=5, vocab_size=4, generator=gen)
     assert x.shape == (3, 5, 9) and tokens.shape == targets.shape == (3, 5)
     assert torch.equal(x[..., :4].argmax(-1), tokens)                 # one-hot letter first
     assert torch.equal(x[0, :, 4:], torch.eye(5))                     # then one-hot position

@@ -55,9 +55,12 @@ def test_attention_rejects_mixed_dtypes_naming_them_and_the_fix():
 
 def test_modules_reject_input_of_another_dtype_than_their_weights():
     x = torch.randn(2, 5, 8)
-    with pytest.raises(TypeError, match=r"query has dtype torch.float32 but the module's weights are torch.float64.*query.double\(\)"):
+    with pytest.raises(TypeError,
+                       match=r"query has dtype torch.float32 but the module's weights are torch.float64.*"
+                             r"query.double\(\)"):
         ah.MultiHeadAttention(8, 2).double()(x)
-    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's weights are torch.float32.*x.float\(\)"):
+    with pytest.raises(TypeError,
+                       match=r"x has dtype torch.float64 but the module's weights are torch.float32.*x.float\(\)"):
         ah.SelfAttentionHead(8, 4)(x.double())
     out, _ = ah.MultiHeadAttention(8, 2).double()(x.double())  # matching dtypes work
     assert out.dtype == torch.float64
@@ -130,7 +133,8 @@ def test_float64_masks():
 
 def test_integer_bounds_and_reasons_in_the_message():
     assert validate.integer(-3, "offset") == -3 and validate.integer(np.int64(2), "layer", minimum=1, maximum=2) == 2
-    with pytest.raises(ValueError, match=r"layer must be an integer between 1 and 2 \(it reads the layer before it\), got 3"):
+    with pytest.raises(ValueError,
+                       match=r"layer must be an integer between 1 and 2 \(it reads the layer before it\), got 3"):
         validate.integer(3, "layer", minimum=1, maximum=2, why="it reads the layer before it")
     with pytest.raises(ValueError, match=r"offset must be an integer, got True \(a bool, not a number\)"):
         validate.integer(True, "offset")
@@ -169,7 +173,9 @@ def test_real_words_its_bounds_and_keeps_the_numbers_within(bounds, good, bad, w
         validate.real(bad, "x", **bounds, why="why")
 
 
-@pytest.mark.parametrize("value", [True, np.bool_(False), torch.tensor(True), "1", None, math.inf, torch.ones(2), [1.0]])
+@pytest.mark.parametrize("value", [
+    True, np.bool_(False), torch.tensor(True), "1", None, math.inf, torch.ones(2), [1.0],
+])
 def test_real_number_is_none_for_what_is_not_a_finite_real_number(value):
     assert validate.real_number(value) is None
 
@@ -246,7 +252,8 @@ def test_chapter_11_checks_accept_good_input_and_name_the_fix():
 ])
 def test_every_model_refuses_token_ids_the_same_way(model):
     m = model()
-    with pytest.raises(ValueError, match=r"^token ids must lie in 0 … 4 \(the model's vocab_size is 5\), got ids 0 … 5\.$"):
+    with pytest.raises(ValueError,
+                       match=r"^token ids must lie in 0 … 4 \(the model's vocab_size is 5\), got ids 0 … 5\.$"):
         m(torch.tensor([[0, 5]]))
     with pytest.raises(ValueError, match=r"^tokens must be a non-empty \(b, t\) tensor of integer ids \(torch.long\)"):
         m(torch.tensor([0, 1]))

@@ -59,7 +59,8 @@ class Book:
     path: Path
     chapter: str | None              # '01', from the labels
     exercises: list[BookExercise]
-    check_import: str                # the statement that binds `check`, e.g. from attn_helpers.checks import ch01 as check
+    check_import: str                # the statement that binds `check`,
+    #                                  e.g. from attn_helpers.checks import ch01 as check
     package_root: Path = ROOT        # the folder with the attn_helpers and data that each submission gets a copy of
 
     @property
