@@ -47,8 +47,9 @@ class PositionModel(nn.Module):
         d_k = validate.head_width(validate.integer(d_model, "d_model", minimum=1), self.num_heads)
         self.d_k = validate.even_int(d_k, "d_model / num_heads")  # RoPE turns pairs of features
         self.embed = nn.Embedding(vocab_size, d_model)
-        max_len = validate.integer(max_len, "max_len", minimum=1)
-        self.pos = nn.Embedding(max_len, d_model) if scheme == "learned" else None
+        self.pos = None  # only the learned scheme has a position table, and checks its max_len
+        if scheme == "learned":
+            self.pos = nn.Embedding(validate.integer(max_len, "max_len", minimum=1), d_model)
         n_layers = validate.integer(n_layers, "n_layers", minimum=1)
         self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
         self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
