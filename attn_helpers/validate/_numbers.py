@@ -1,6 +1,8 @@
 """Checks of single numbers and lists of numbers: sizes, lengths, factors and rates (chapters 1-12).
 
-``integer`` is the package's one integer check; every other check of a whole number goes through it.
+``integer`` is the package's one integer check, ``real`` its one real-number check and ``flag`` its one bool
+check; every other check of a number goes through them (``whole_number`` and ``real_number`` are the tests
+behind the first two, for a caller that words its own message).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def real(
     value: object, name: str, *, above: float | None = None, at_least: float | None = None,
     at_most: float | None = None, why: str = "",
 ) -> float:
-    """``value`` as a ``float`` after checking it is a finite real number within the bounds given (chapters 3-12).
+    """``value`` as a ``float`` after checking it is a finite real number within the bounds given (chapters 2-12).
 
     The one real-number check of the package: ``above`` is a strict lower bound (``above=0`` for a positive
     number), ``at_least`` and ``at_most`` are inclusive bounds; each may be None. Python and NumPy numbers and
