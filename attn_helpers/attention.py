@@ -27,9 +27,9 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def safe_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``, with all-zero weights for a slice that is all ``-inf``.
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``, all-zero weights for an all ``-inf`` slice (chapter 2).
 
-    The math of :func:`softmax` without its input checks, shared by :func:`attention` (chapters 2 and 7).
+    The math of :func:`softmax` without its input checks, shared by :func:`attention` (masks: chapter 7).
     Shape in = shape out; NaN or ``+inf`` in ``x`` raises a ``ValueError``.
     """
     row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here

@@ -58,7 +58,8 @@ def whole_number(value: object) -> int | None:
 
 
 def real_number(value: object) -> float | None:
-    """``value`` as a ``float`` if it is a finite real number, else ``None``: the test behind :func:`real`.
+    """``value`` as a ``float`` if it is a finite real number, else ``None``: the test behind :func:`real`
+    (chapters 2-12).
 
     Python and NumPy numbers and one-number tensors are real numbers; bools, strings, NaN and inf are not.
     """
