@@ -170,7 +170,8 @@ def top_level_section(package: str = PACKAGE) -> str:
         summary = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
         found = CHAPTER.search(summary)
         if found is None:
-            raise ValueError(f"{package}.{name}'s docstring names no chapter: add '(chapter N)' to its first paragraph.")
+            raise ValueError(f"{package}.{name}'s docstring names no chapter: add '(chapter N)' to its first "
+                             f"paragraph.")
         summary = CHAPTER.sub("", summary).replace(" .", ".").replace("|", "\\|").strip()
         chapter = found.group(1).replace("chapters ", "").replace("chapter ", "")
         rows.append(f"| {{py:obj}}`ah.{name} <{obj.__module__}.{obj.__qualname__}>` | {chapter} | {summary} |")

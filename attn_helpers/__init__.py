@@ -32,7 +32,8 @@ __all__ = [
 
 # public modules, imported on first attribute access
 _MODULES = (
-    "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "explorers", "extrapolation", "flash", "glove",
+    "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "explorers", "extrapolation", "flash",
+    "glove",
     "heads_task", "inference", "latent", "layout", "linear_attention", "long_context", "masks", "merge", "modules",
     "null_attention", "plotting", "position", "scaling", "sliding_window", "speculative", "tables", "tasks",
     "torch_compat", "traffic", "training", "validate",
@@ -46,7 +47,8 @@ def __getattr__(name: str) -> Any:
     elif name in _MODULES:
         value = importlib.import_module(f".{name}", __name__)
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the top level holds {', '.join(__all__)}, "
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}; the top level holds "
+                             f"{', '.join(__all__)}, "
                              f"the rest is in its module (dir(attn_helpers) lists them).")
     globals()[name] = value
     return value

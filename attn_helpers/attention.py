@@ -9,7 +9,7 @@ import torch
 
 from . import validate
 
-__all__ = ["softmax", "attention", "loop_attention"]
+__all__ = ["softmax", "attention", "loop_attention", "safe_softmax", "apply_mask"]
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -23,11 +23,15 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     dim = validate.softmax_dim(x, dim)  # a clear error for a bad input or dim
     if x.numel() == 0:
         return x.clone()
-    return _stable_softmax(x, dim)
+    return safe_softmax(x, dim)
 
 
-def _stable_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``, with all-zero weights for a slice that is all ``-inf``."""
+def safe_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``, all-zero weights for an all ``-inf`` slice (chapter 2).
+
+    The math of :func:`softmax` without its input checks, shared by :func:`attention` (masks: chapter 7).
+    Shape in = shape out; NaN or ``+inf`` in ``x`` raises a ``ValueError``.
+    """
     row_max = x.amax(dim=dim, keepdim=True)  # (..., 1, ...): NaN and +inf show up here
     if not bool((row_max < math.inf).all()):  # False for NaN as well as for +inf
         raise ValueError(
@@ -41,8 +45,9 @@ def _stable_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
     return exps / exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
 
 
-def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``scores`` with ``mask`` applied: -inf where a bool mask is False, or the additive mask added."""
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``scores`` ``(..., t_q, t_k)`` with ``mask`` applied: -inf where a bool mask is False, or an additive mask
+    added (chapter 7). ``mask`` broadcasts to the scores' shape, as :func:`attention` checks."""
     if mask.dtype == torch.bool:
         return scores.masked_fill(~mask, -math.inf)
     return scores + mask.to(scores.dtype)
@@ -73,8 +78,8 @@ def attention(
     scale = validate.attention_args(q, k, v, mask, scale)  # a clear error for any bad input
     scores = q @ k.transpose(-2, -1) * scale  # (..., t_q, t_k)
     if mask is not None:
-        scores = _masked(scores, mask)  # (..., t_q, t_k), -inf where a key is blocked
-    weights = _stable_softmax(scores, dim=-1)  # (..., t_q, t_k), each row sums to 1 (0 if all blocked)
+        scores = apply_mask(scores, mask)  # (..., t_q, t_k), -inf where a key is blocked
+    weights = safe_softmax(scores, dim=-1)  # (..., t_q, t_k), each row sums to 1 (0 if all blocked)
     return weights @ v, weights  # (..., t_q, d_v), (..., t_q, t_k)
 
 

@@ -28,7 +28,7 @@ class TransformerBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None, eps: float = 1e-5):
         super().__init__()
         self.attn = MultiHeadAttention(d_model, num_heads, bias=True)
-        d_ff = 4 * d_model if d_ff is None else validate.positive_int(d_ff, "d_ff", why="the MLP's hidden width")
+        d_ff = 4 * d_model if d_ff is None else validate.integer(d_ff, "d_ff", minimum=1, why="the MLP's hidden width")
         self.d_model, self.d_ff = d_model, d_ff
         self.ln1 = nn.LayerNorm(d_model, eps=eps)
         self.ln2 = nn.LayerNorm(d_model, eps=eps)
@@ -43,7 +43,9 @@ class TransformerBlock(nn.Module):
 
 
 @torch.no_grad()
-def copy_to_torch_encoder_layer(block: TransformerBlock, layer: nn.TransformerEncoderLayer) -> nn.TransformerEncoderLayer:
+def copy_to_torch_encoder_layer(
+    block: TransformerBlock, layer: nn.TransformerEncoderLayer
+) -> nn.TransformerEncoderLayer:
     """Copy ``block``'s weights into ``layer`` (in place) and return it (chapter 8).
 
     ``layer`` must be a ``TransformerEncoderLayer`` of the same sizes, with ReLU, ``norm_first=True``

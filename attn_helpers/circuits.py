@@ -22,7 +22,7 @@ from torch import nn
 from . import validate
 from .masks import causal_mask
 from .modules import MultiHeadAttention
-from .training import fit, one_thread
+from .training import fit, torch_threads
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -42,11 +42,12 @@ __all__ = [
 
 def _check_task(vocab_size: int, seq_len: int, min_repeat: int) -> tuple[int, int, int]:
     """The task's sizes as ints, after checking they describe a task that can be built."""
-    seq_len = validate.positive_int(seq_len, "seq_len", 4)
-    min_repeat = validate.positive_int(min_repeat, "min_repeat", 2)
+    seq_len = validate.integer(seq_len, "seq_len", minimum=4)
+    min_repeat = validate.integer(min_repeat, "min_repeat", minimum=2)
     if 2 * min_repeat > seq_len:
-        raise ValueError(f"min_repeat={min_repeat} is too long: the block and its repeat must fit in seq_len={seq_len}.")
-    vocab_size = validate.positive_int(vocab_size, "vocab_size", 2)
+        raise ValueError(f"min_repeat={min_repeat} is too long: the block and its repeat must fit in "
+                         f"seq_len={seq_len}.")
+    vocab_size = validate.integer(vocab_size, "vocab_size", minimum=2)
     if vocab_size < seq_len - min_repeat:
         raise ValueError(
             f"vocab_size={vocab_size} is too small: a sequence holds up to seq_len - min_repeat = "
@@ -65,7 +66,7 @@ def induction_batch(
     block again, with n drawn from ``min_repeat … seq_len // 2``. ``scored[k, j]`` is True where position j
     lies in the repeat and its next token j + 1 can be predicted by copying: j = seq_len - n … seq_len - 2.
     """
-    batch_size = validate.positive_int(batch_size, "batch_size")
+    batch_size = validate.integer(batch_size, "batch_size", minimum=1)
     vocab_size, seq_len, min_repeat = _check_task(vocab_size, seq_len, min_repeat)
     lengths = torch.randint(min_repeat, seq_len // 2 + 1, (batch_size, 1), generator=generator)  # n, (b, 1)
     perms = torch.rand(batch_size, vocab_size, generator=generator).argsort(dim=-1)  # distinct tokens per row
@@ -87,10 +88,10 @@ class AttentionOnly(nn.Module):
 
     def __init__(self, vocab_size: int, seq_len: int, d_model: int, n_layers: int):
         super().__init__()
-        self.vocab_size = vocab_size = validate.positive_int(vocab_size, "vocab_size", 2)
-        self.seq_len = seq_len = validate.positive_int(seq_len, "seq_len", 2)
-        self.d_model = d_model = validate.positive_int(d_model, "d_model")
-        n_layers = validate.positive_int(n_layers, "n_layers")
+        self.vocab_size = vocab_size = validate.integer(vocab_size, "vocab_size", minimum=2)
+        self.seq_len = seq_len = validate.integer(seq_len, "seq_len", minimum=2)
+        self.d_model = d_model = validate.integer(d_model, "d_model", minimum=1)
+        n_layers = validate.integer(n_layers, "n_layers", minimum=1)
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)  # learned absolute positions
         self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads=1) for _ in range(n_layers))
@@ -99,17 +100,9 @@ class AttentionOnly(nn.Module):
 
     def forward(self, tokens: torch.Tensor, skip: set[int] | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits ``(b, t, vocab_size)`` and weights ``[(b, 1, t, t)] * n_layers``; layers in ``skip`` are left out."""
-        if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-            raise ValueError(
-                f"tokens must be a (b, t) tensor of integer ids (torch.long); got "
-                f"{getattr(tokens, 'shape', type(tokens).__name__)} {getattr(tokens, 'dtype', '')}."
-            )
-        t = tokens.shape[1]
-        if t > self.seq_len or tokens.min() < 0 or tokens.max() >= self.vocab_size:
-            raise ValueError(
-                f"the model takes up to seq_len={self.seq_len} tokens with ids 0 … {self.vocab_size - 1}; "
-                f"got {t} tokens with ids {int(tokens.min())} … {int(tokens.max())}."
-            )
+        _, t = validate.token_ids(tokens, self.vocab_size)
+        if t > self.seq_len:
+            raise ValueError(f"the model takes up to seq_len={self.seq_len} tokens, got {t}.")
         x = self.embed(tokens) + self.pos.weight[:t]  # (b, t, d_model)
         weights = []
         for i, layer in enumerate(self.layers):
@@ -165,7 +158,8 @@ def measure_heads(model: AttentionOnly, n: int = 200, seed: int = 5) -> HeadMeas
     """
     _check_model(model)
     if len(model.layers) < 2:
-        raise ValueError("measure_heads needs a model with at least two layers (a previous-token head and an induction head).")
+        raise ValueError("measure_heads needs a model with at least two layers (a previous-token head and an "
+                         "induction head).")
     tokens, scored = induction_batch(n, model.vocab_size, model.seq_len, generator=torch.Generator().manual_seed(seed))
     _, (w1, w2, *_) = model(tokens)
     w1, w2 = w1[:, 0], w2[:, 0]  # (b, t, t): the one head of each layer
@@ -190,8 +184,8 @@ def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64
     ``measured`` (held-out sequences of their own: the training batches and the losses stay the same).
     """
     _check_model(model)
-    batch_size = validate.positive_int(batch_size, "batch_size")
-    log_every = validate.positive_int(log_every, "log_every", none_ok=True)
+    batch_size = validate.integer(batch_size, "batch_size", minimum=1)
+    log_every = validate.integer(log_every, "log_every", minimum=1, none_ok=True)
     gen = torch.Generator().manual_seed(seed)
     result = InductionResult()
 
@@ -205,10 +199,10 @@ def train_induction(model: AttentionOnly, steps: int = 300, batch_size: int = 64
         if log_every and step % log_every == 0:
             result.measured[step] = measure_heads(model)
 
-    with one_thread():
+    with torch_threads():
         if log_every:
             result.measured[0] = measure_heads(model)
-        result.losses = fit(model, batch_loss, validate.positive_int(steps, "steps"), lr, after_step=measure)
+        result.losses = fit(model, batch_loss, validate.integer(steps, "steps", minimum=1), lr, after_step=measure)
         result.accuracy = induction_accuracy(model)
     return result
 
@@ -226,7 +220,8 @@ def qk_circuit(model: AttentionOnly, layer: int = 1) -> torch.Tensor:
     if len(model.layers) < 2:
         raise ValueError(f"qk_circuit reads a layer through the layer before it, so the model needs two layers or "
                          f"more; this one has {len(model.layers)}.")
-    layer = validate.positive_int(layer, "layer", maximum=len(model.layers) - 1, why="it reads the layer before it")
+    layer = validate.integer(layer, "layer", minimum=1, maximum=len(model.layers) - 1,
+                             why="it reads the layer before it")
     E = model.embed.weight  # (V, d_model)
     prev, head = model.layers[layer - 1], model.layers[layer]
     written = E @ prev.W_v.weight.T @ prev.W_o.weight.T  # (V, d_model): what the previous-token head copies

@@ -32,6 +32,7 @@ from matplotlib.ticker import ScalarFormatter
 from . import validate
 from ._torch_private import dispatch_mode_base, tensors_in
 from .attention import attention, loop_attention
+from .training import torch_threads
 
 __all__ = [
     "time_call",
@@ -41,6 +42,7 @@ __all__ = [
     "measure_time",
     "measure_memory",
     "count_flops",
+    "flops_by_operator",
     "measure_flops",
     "plot_flops",
     "loglog_slope",
@@ -72,7 +74,7 @@ def time_call(
     clock) have been spent, so a slow call runs only once or twice. ``clock`` defaults to
     :func:`default_clock`.
     """
-    validate.positive_int(repeats, "repeats")
+    validate.integer(repeats, "repeats", minimum=1)
     if clock is None:
         clock = default_clock()
     elif not callable(clock):
@@ -152,20 +154,16 @@ def measure_time(
     current setting.
     """
     sizes = validate.sizes_list(sizes)
-    validate.positive_int(threads, "threads", none_ok=True)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads or before)
-    try:
+    with torch_threads(threads):
         return _measure_time(sizes, d, loop_limit, seed)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _measure_time(sizes: list[int], d: int, loop_limit: float, seed: int) -> pd.DataFrame:
     rows, loop_last = [], None
     for t in sizes:
         q, k, v = _qkv(t, d, seed)
-        row = {"t": t, "book": time_call(attention, q, k, v), "sdpa": time_call(F.scaled_dot_product_attention, q, k, v)}
+        row = {"t": t, "book": time_call(attention, q, k, v),
+               "sdpa": time_call(F.scaled_dot_product_attention, q, k, v)}
         loop = math.nan
         if loop_last is None or loop_last[1] * (t / loop_last[0]) ** 2 <= loop_limit:
             loop = time_call(loop_attention, q[0, 0], k[0, 0], v[0, 0], repeats=3, budget=0.2, warmup=False)
@@ -195,6 +193,16 @@ def measure_memory(sizes: Sequence[int], d: int = 64, seed: int = 0) -> pd.DataF
     return pd.DataFrame(rows).set_index("t")
 
 
+def _flop_counts(fn: Callable[..., object], *args: object) -> dict[str, dict[str, int]]:
+    """FLOPs of ``fn(*args)`` by module (``"Global"`` for all of it, then each submodule's name) and operator."""
+    from torch.utils.flop_counter import FlopCounterMode  # imported here: its first use takes a second
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn(*args)
+    return {module: {str(op).split(".")[-1]: int(n) for op, n in ops.items()}
+            for module, ops in counter.get_flop_counts().items()}
+
+
 def count_flops(fn: Callable[..., object], *args: object) -> int:
     """Floating-point operations of the matrix products in ``fn(*args)`` (chapter 7).
 
@@ -203,11 +211,15 @@ def count_flops(fn: Callable[..., object], *args: object) -> int:
     not counted. The count is the same on every run and machine. Fused kernels it has no formula
     for (``F.scaled_dot_product_attention`` on the CPU) count as 0.
     """
-    from torch.utils.flop_counter import FlopCounterMode  # imported here: its first use takes a second
+    return sum(flops_by_operator(fn, *args).values())
 
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    return int(counter.get_total_flops())
+
+def flops_by_operator(fn: Callable[..., object], *args: object) -> dict[str, int]:
+    """The FLOPs of :func:`count_flops`, by operator: ``{"mm": …, "bmm": …}`` (chapter 9).
+
+    Matrix products are counted as 2 FLOPs per multiply-add; softmax, ``cat`` and the like count 0.
+    """
+    return _flop_counts(fn, *args).get("Global", {})
 
 
 def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: int = 0) -> pd.DataFrame:
@@ -218,8 +230,6 @@ def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: i
     ``(t, d) @ (d, d)`` products, ``8·t·d²``) and ``attention`` (``QKᵀ`` and the weights times ``V``
     over all heads, ``4·t²·d``). Indexed by t. The two are equal at ``t = 2d``.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     from .modules import MultiHeadAttention
 
     sizes = validate.sizes_list(sizes)
@@ -228,11 +238,9 @@ def measure_flops(sizes: Sequence[int], d: int = 64, num_heads: int = 4, seed: i
     rows = []
     for t in sizes:
         x = torch.randn(1, t, d, generator=torch.Generator().manual_seed(seed + t))  # (b, t, d)
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            layer(x)
-        per_module = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+        per_module = {name: sum(ops.values()) for name, ops in _flop_counts(layer, x).items()}
         projections = sum(n for name, n in per_module.items() if name.split(".")[-1] in ("W_q", "W_k", "W_v", "W_o"))
-        rows.append({"t": t, "projections": projections, "attention": counter.get_total_flops() - projections})
+        rows.append({"t": t, "projections": projections, "attention": per_module["Global"] - projections})
     return pd.DataFrame(rows).set_index("t")
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import attention
-from .validate import as_float_tensor, positive_int
+from .validate import as_float_tensor, integer
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -39,7 +39,9 @@ def collapse_residual(X: torch.Tensor) -> float:
     return float((X - X.mean(dim=0, keepdim=True)).norm() / norm)
 
 
-def attention_layers(X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False) -> list[torch.Tensor]:
+def attention_layers(
+    X: torch.Tensor, layers: int, residual: bool = False, layer_norm: bool = False
+) -> list[torch.Tensor]:
     """``X`` ``(t, d)`` before the first layer and after each of ``layers`` layers of plain self-attention:
     ``layers + 1`` tensors ``(t, d)`` in float64 (chapter 8).
 
@@ -50,7 +52,7 @@ def attention_layers(X: torch.Tensor, layers: int, residual: bool = False, layer
     X = as_float_tensor(X, "X", min_dim=2).detach().double()
     if X.dim() != 2:
         raise ValueError(f"attention_layers takes one sequence of shape (t, d); got {tuple(X.shape)}.")
-    layers = positive_int(layers, "layers")
+    layers = integer(layers, "layers", minimum=1)
     states = [X]
     for _ in range(layers):
         Z = F.layer_norm(X, X.shape[-1:]) if layer_norm else X  # (t, d)

@@ -1,8 +1,10 @@
-"""Explorers for local Jupyter (chapters 2 and 3), and the plain functions behind them.
+"""Explorers for local Jupyter (chapters 2 and 3), the plain functions behind them, and chapter 3's sentences.
 
-The widgets (``temperature_slider``, ``sentence_explorer``) only wire ipywidgets to plain
-functions (``temperature_weights``, ``attend_sentence``, ``draw_sentence``) that work, and are
-tested, without a browser. ipywidgets is imported only when a widget is built.
+It holds chapter 2's temperature slider and chapter 3's sentence explorer, with the two sentences about a
+"ship" that chapters 3 and 8 read (``ODYSSEY_SENTENCE``, ``ORDER_SENTENCE``). The widgets
+(``temperature_slider``, ``sentence_explorer``) only wire ipywidgets to plain functions
+(``temperature_weights``, ``attend_sentence`` with its ``SentenceAttention`` result, ``draw_sentence``)
+that work, and are tested, without a browser. ipywidgets is imported only when a widget is built.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ ORDER_SENTENCE = "We process and ship your order"
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
     """``softmax(scores / temperature)`` along the last dimension (chapter 2). Shape in = shape out."""
     s = as_float_tensor(scores, "scores")
-    temperature = validate.positive_number(
-        temperature, "temperature", why="small values sharpen the weights, large values flatten them"
+    temperature = validate.real(
+        temperature, "temperature", above=0, why="small values sharpen the weights, large values flatten them"
     )
     return softmax(s / temperature, dim=-1)
 

@@ -42,15 +42,15 @@ class PositionModel(nn.Module):
         super().__init__()
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
-        self.scheme, self.vocab_size = scheme, validate.positive_int(vocab_size, "vocab_size", 2)
-        self.num_heads, self.max_len = validate.positive_int(num_heads, "num_heads"), max_len
-        if validate.positive_int(d_model, "d_model") % self.num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}: each head takes d_model / num_heads "
-                             f"of the features.")
-        self.d_k = validate.even_int(d_model // num_heads, "d_model / num_heads")  # RoPE turns pairs of features
+        self.scheme, self.vocab_size = scheme, validate.integer(vocab_size, "vocab_size", minimum=2)
+        self.num_heads, self.max_len = validate.integer(num_heads, "num_heads", minimum=1), max_len
+        d_k = validate.head_width(validate.integer(d_model, "d_model", minimum=1), self.num_heads)
+        self.d_k = validate.even_int(d_k, "d_model / num_heads")  # RoPE turns pairs of features
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(validate.positive_int(max_len, "max_len"), d_model) if scheme == "learned" else None
-        n_layers = validate.positive_int(n_layers, "n_layers")
+        self.pos = None  # only the learned scheme has a position table, and checks its max_len
+        if scheme == "learned":
+            self.pos = nn.Embedding(validate.integer(max_len, "max_len", minimum=1), d_model)
+        n_layers = validate.integer(n_layers, "n_layers", minimum=1)
         self.qkv = nn.ModuleList(nn.Linear(d_model, 3 * d_model, bias=False) for _ in range(n_layers))
         self.out = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(n_layers))
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)
@@ -86,11 +86,11 @@ class PositionModel(nn.Module):
 
 def train(model: PositionModel, seq_len: int = 32, steps: int = 200, batch_size: int = 32, lr: float = 0.01,
           seed: int = 0) -> list[float]:
-    """Adam on ``circuits.induction_batch`` sequences of ``seq_len`` tokens; returns the loss of every step (chapter 11).
+    """Adam on ``circuits.induction_batch`` sequences of ``seq_len`` tokens; returns every step's loss (chapter 11).
 
     The loss is the cross-entropy of the next token at the positions inside the repeat. Seeded, one thread.
     """
-    batch_size = validate.positive_int(batch_size, "batch_size")
+    batch_size = validate.integer(batch_size, "batch_size", minimum=1)
     gen = torch.Generator().manual_seed(seed)
 
     def batch_loss() -> torch.Tensor:
@@ -115,7 +115,8 @@ def decode(model: PositionModel, tokens: torch.Tensor, window: int, sinks: int =
     """
     if model.scheme not in ("rope", "none"):
         raise ValueError(f"decode runs a 'rope' or a 'none' model, got scheme {model.scheme!r}: its positions are "
-                         f"not rotations that a cache can renumber. Measure it in one pass with allowed=window_mask(...).")
+                         f"not rotations that a cache can renumber. Measure it in one pass with "
+                         f"allowed=window_mask(...).")
     if numbering not in ("text", "cache"):
         raise ValueError(f"numbering must be 'text' (positions in the text) or 'cache' (positions within the cache), "
                          f"got {numbering!r}.")
@@ -147,7 +148,7 @@ def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, 
     right (chapter 11); ``forward`` goes to the model (``allowed``, ``theta``, ``factor``), or ``ring``'s
     arguments (``window``, ``sinks``, ``numbering``) to :func:`decode`."""
     gen = torch.Generator().manual_seed(seed)
-    tokens, scored = induction_batch(validate.positive_int(n, "n"), model.vocab_size, seq_len, generator=gen)
+    tokens, scored = induction_batch(validate.integer(n, "n", minimum=1), model.vocab_size, seq_len, generator=gen)
     logits = decode(model, tokens, **ring) if ring is not None else model(tokens, **forward)[0]
     right = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (n, t - 1)
     return float(right[scored[:, :-1]].float().mean())

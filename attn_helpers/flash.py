@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from . import validate
-from .merge import _finite  # -inf -> 0, so that s - m is never -inf - (-inf) = NaN (chapter 9)
+from .merge import finite_or_zero as _finite  # -inf -> 0 (chapter 9); chapter 10's listings call it _finite
 from .traffic import Traffic
 
 __all__ = [
@@ -61,11 +61,12 @@ def _row_of_tiles(rows: slice, t_q: int, t_k: int, block_k: int, causal: bool) -
 
 
 def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = False) -> dict[str, int]:
-    """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}`` (chapter 10)."""
-    validate.positive_int(block_q, "block_q")
-    validate.positive_int(block_k, "block_k")
-    validate.positive_int(t_q, "t_q")
-    validate.positive_int(t_k, "t_k")
+    """How many tiles a tiled pass computes, masks and skips: ``{"computed", "masked", "skipped", "all"}``
+    (chapter 10)."""
+    validate.integer(block_q, "block_q", minimum=1)
+    validate.integer(block_k, "block_k", minimum=1)
+    validate.integer(t_q, "t_q", minimum=1)
+    validate.integer(t_k, "t_k", minimum=1)
     done = list(tiles(t_q, t_k, block_q, block_k, causal))
     every = math.ceil(t_q / block_q) * math.ceil(t_k / block_k)
     masked = sum(tile.masked for tile in done)

@@ -17,7 +17,7 @@ from torch import nn
 
 from . import validate
 from .modules import MultiHeadAttention
-from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss, fit, one_thread
+from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss, fit, torch_threads
 
 __all__ = [
     "LOOKBACK",
@@ -35,8 +35,8 @@ ANSWERS = ("previous token", "token two back")
 
 
 def _check_sizes(seq_len: int, vocab_size: int) -> tuple[int, int]:
-    seq_len = validate.positive_int(seq_len, "seq_len", 3, why="a token two back needs it")
-    return seq_len, validate.positive_int(vocab_size, "vocab_size", 2)
+    seq_len = validate.integer(seq_len, "seq_len", minimum=3, why="a token two back needs it")
+    return seq_len, validate.integer(vocab_size, "vocab_size", minimum=2)
 
 
 def two_back_batch(
@@ -138,6 +138,6 @@ def train_two_back(
         logits, _ = model(x)  # (b, t, 2, V)
         return two_back_loss(logits, targets)
 
-    with one_thread():
+    with torch_threads():
         losses = fit(model, batch_loss, steps, lr)
         return TrainResult(losses, two_back_accuracy(model).both)

@@ -16,26 +16,25 @@ sliding window) no longer holds that number and must pass ``positions`` itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import attention
-from .cost import time_call
+from .cost import flops_by_operator, time_call
 from .masks import causal_mask
 from .position import rope
-from .validate import as_float_tensor, positive_int, sizes_list
+from .training import torch_threads
+from .validate import as_float_tensor, flag, head_width, integer, sizes_list, token_ids
 
 __all__ = [
     "KVCache",
     "grouped_query_attention",
     "GroupedQueryAttention",
     "TinyDecoder",
-    "flops_by_operator",
     "decode_flops",
     "decode_times",
 ]
@@ -131,21 +130,16 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None, *, rope: bool = True):
         super().__init__()
-        self.d_model = positive_int(d_model, "d_model")
-        self.num_heads = positive_int(num_heads, "num_heads")
-        self.num_kv_heads = num_heads if num_kv_heads is None else positive_int(num_kv_heads, "num_kv_heads")
-        if d_model % num_heads or num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_heads={num_heads} must divide d_model={d_model}, and num_kv_heads={self.num_kv_heads} "
-                f"must divide num_heads, so that every key/value head serves the same number of query heads."
-            )
-        self.d_k = d_model // num_heads
+        self.d_model = integer(d_model, "d_model", minimum=1)
+        self.num_heads = integer(num_heads, "num_heads", minimum=1)
+        self.num_kv_heads = num_heads if num_kv_heads is None else integer(num_kv_heads, "num_kv_heads", minimum=1)
+        self.d_k = head_width(self.d_model, self.num_heads, self.num_kv_heads)
         if rope and self.d_k % 2:
             raise ValueError(
                 f"RoPE rotates the features of a head in pairs, so d_k = d_model / num_heads must be even, got "
                 f"{self.d_k}. Choose other sizes, or pass rope=False for a layer without positions."
             )
-        self.rope = bool(rope)
+        self.rope = flag(rope, "rope")
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=False)
         self.W_v = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=False)
@@ -189,20 +183,17 @@ class TinyDecoder(nn.Module):
     def __init__(self, vocab: int, d_model: int, num_heads: int, num_kv_heads: int | None = None,
                  n_layers: int = 2, *, rope: bool = True):
         super().__init__()
-        self.vocab = positive_int(vocab, "vocab")
+        self.vocab = integer(vocab, "vocab", minimum=1)
         self.embed = nn.Embedding(vocab, d_model)
         self.layers = nn.ModuleList(
             GroupedQueryAttention(d_model, num_heads, num_kv_heads, rope=rope)
-            for _ in range(positive_int(n_layers, "n_layers"))
+            for _ in range(integer(n_layers, "n_layers", minimum=1))
         )
         self.out = nn.Linear(d_model, vocab, bias=False)  # one score per token of the vocabulary
 
     def forward(self, tokens: torch.Tensor, caches: Sequence[KVCache] | None = None,
                 positions: torch.Tensor | Sequence[int] | None = None) -> tuple[torch.Tensor, list[KVCache]]:
-        if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-            raise TypeError(f"tokens must be a (b, t) tensor of token ids (torch.long), got {tokens!r:.80}.")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab):
-            raise ValueError(f"token ids must lie in 0 … {self.vocab - 1}.")
+        token_ids(tokens, self.vocab)
         if caches is not None and len(caches) != len(self.layers):
             raise ValueError(f"pass one cache per layer: {len(self.layers)} layers, {len(caches)} caches.")
         x = self.embed(tokens)  # (b, t_new, d)
@@ -220,7 +211,7 @@ class TinyDecoder(nn.Module):
         Returns ``(tokens (b, t + n_new), logits (b, n_new, vocab))``, the logits from which each new
         token was chosen. With ``use_cache=False`` every step recomputes the whole sequence.
         """
-        positive_int(n_new, "n_new")
+        integer(n_new, "n_new", minimum=1)
         tokens, steps = prompt, []
         logits, caches = self(prompt)
         for _ in range(n_new):
@@ -239,17 +230,6 @@ class TinyDecoder(nn.Module):
         """Bytes the KV cache grows by per token: 2 · n_layers · g · d_k · bytes per number."""
         layer = self.layers[0]
         return 2 * len(self.layers) * layer.num_kv_heads * layer.d_k * torch.finfo(dtype).bits // 8
-
-
-def flops_by_operator(fn: Callable[..., object], *args: object) -> dict[str, int]:
-    """FLOPs of ``fn(*args)`` counted by ``torch.utils.flop_counter.FlopCounterMode``, by operator (chapter 9).
-
-    Matrix products are counted as 2 FLOPs per multiply-add; softmax, ``cat`` and the like count 0.
-    Returns a dict from operator name (``"mm"``, ``"bmm"``, …) to FLOPs.
-    """
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    return {str(op).split(".")[-1]: int(n) for op, n in counter.get_flop_counts()["Global"].items()}
 
 
 def _step_inputs(model: TinyDecoder, t: int, seed: int) -> tuple[torch.Tensor, list[KVCache]]:
@@ -282,16 +262,10 @@ def decode_times(model: TinyDecoder, sizes: Sequence[int], threads: int = 1, see
     Best of a few runs on ``threads`` threads, for each t in ``sizes``, read from
     :func:`attn_helpers.cost.default_clock`; the numbers vary from run to run.
     """
-    positive_int(threads, "threads")
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
     rows = []
-    try:
-        with torch.no_grad():
-            for t in sizes_list(sizes):
-                tokens, caches = _step_inputs(model, t, seed)
-                rows.append({"t": t, "cached": time_call(model, tokens[:, -1:], caches, budget=0.1),
-                             "full": time_call(model, tokens, budget=0.1)})
-    finally:
-        torch.set_num_threads(before)
+    with torch_threads(integer(threads, "threads", minimum=1)), torch.no_grad():
+        for t in sizes_list(sizes):
+            tokens, caches = _step_inputs(model, t, seed)
+            rows.append({"t": t, "cached": time_call(model, tokens[:, -1:], caches, budget=0.1),
+                         "full": time_call(model, tokens, budget=0.1)})
     return pd.DataFrame(rows).set_index("t")

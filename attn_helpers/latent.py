@@ -26,7 +26,8 @@ __all__ = ["LatentCache", "LatentAttention"]
 
 @dataclass(frozen=True)
 class LatentCache:
-    """What MLA caches for one layer (chapter 12): ``c`` ``(b, t, d_c)`` and the rotated ``k_rope`` ``(b, t, d_rope)``."""
+    """What MLA caches for one layer (chapter 12): ``c`` ``(b, t, d_c)`` and the rotated ``k_rope``
+    ``(b, t, d_rope)``."""
 
     c: torch.Tensor
     k_rope: torch.Tensor
@@ -41,11 +42,11 @@ class LatentCache:
 
     def extend(self, c_new: torch.Tensor, k_rope_new: torch.Tensor) -> LatentCache:
         """A cache with ``c_new`` ``(b, t_new, d_c)`` and ``k_rope_new`` ``(b, t_new, d_rope)`` appended."""
-        if (c_new.shape[0], c_new.shape[2], k_rope_new.shape[2]) != (self.c.shape[0], self.c.shape[2], self.k_rope.shape[2]) \
-                or c_new.dtype != self.c.dtype:
-            raise ValueError(f"new latents {tuple(c_new.shape)} ({c_new.dtype}) do not fit a cache of {tuple(self.c.shape)} "
-                             f"({self.c.dtype}): the batch, d_c, d_rope and dtype must match. Pass the cache this layer "
-                             f"returned for the same sequences.")
+        new = (c_new.shape[0], c_new.shape[2], k_rope_new.shape[2], c_new.dtype)
+        if new != (self.c.shape[0], self.c.shape[2], self.k_rope.shape[2], self.c.dtype):
+            raise ValueError(f"new latents {tuple(c_new.shape)} ({c_new.dtype}) do not fit a cache of "
+                             f"{tuple(self.c.shape)} ({self.c.dtype}): the batch, d_c, d_rope and dtype must match. "
+                             f"Pass the cache this layer returned for the same sequences.")
         return LatentCache(torch.cat([self.c, c_new], dim=1), torch.cat([self.k_rope, k_rope_new], dim=1))
 
 
@@ -60,14 +61,11 @@ class LatentAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, d_c: int, d_rope: int):
         super().__init__()
-        self.d_model = validate.positive_int(d_model, "d_model")
-        self.num_heads = validate.positive_int(num_heads, "num_heads")
-        self.d_c = validate.positive_int(d_c, "d_c")
+        self.d_model = validate.integer(d_model, "d_model", minimum=1)
+        self.num_heads = validate.integer(num_heads, "num_heads", minimum=1)
+        self.d_c = validate.integer(d_c, "d_c", minimum=1)
         self.d_rope = validate.even_int(d_rope, "d_rope")  # RoPE turns pairs of features
-        if d_model % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}: each head takes d_model / num_heads "
-                             f"of the features.")
-        self.d_k = d_model // num_heads
+        self.d_k = validate.head_width(self.d_model, self.num_heads)
         h, d_k = self.num_heads, self.d_k
         self.W_q = nn.Linear(d_model, h * d_k, bias=False)  # content queries
         self.W_qr = nn.Linear(d_model, h * d_rope, bias=False)  # RoPE queries, one per head

@@ -1,4 +1,9 @@
-"""How a tensor sits in memory: shape, strides, and the order in which its elements are read (chapter 5)."""
+"""How a tensor sits in memory: shape, strides, and the order in which its elements are read (chapter 5).
+
+It holds ``layout`` (one line with a tensor's shape, strides and contiguity), ``storage_size``,
+``reading_order`` and ``plot_memory_layout``, the figure of a tensor's memory as a strip of cells (at most
+``MAX_CELLS``), which chapter 5 draws at each step of splitting heads with view, transpose and contiguous.
+"""
 
 from __future__ import annotations
 

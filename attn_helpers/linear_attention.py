@@ -32,14 +32,20 @@ def feature_map(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1
 
 
+def _decay(decay: object) -> float:
+    """The decay γ as a float after checking it lies in (0, 1]: each step multiplies the state by it."""
+    return validate.real(decay, "decay", above=0, at_most=1,
+                         why="each step multiplies the state by it: 1 keeps everything, 0.9 forgets a tenth a token")
+
+
 def decay_mask(t: int, decay: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """``(t, t)`` matrix D with ``D[i, j] = decay ** (i - j)`` for ``j <= i`` and 0 above the diagonal (chapter 12).
 
     With ``decay = 1`` it is the causal mask as 0s and 1s.
     """
-    t = validate.positive_int(t, "t")
+    t = validate.integer(t, "t", minimum=1)
     offset = torch.arange(t)[:, None] - torch.arange(t)[None, :]  # (t, t): i - j
-    powers = torch.tensor(validate.decay_rate(decay), dtype=torch.float64) ** offset.clamp_min(0)
+    powers = torch.tensor(_decay(decay), dtype=torch.float64) ** offset.clamp_min(0)
     return torch.where(offset >= 0, powers, 0.0).to(dtype)  # (t, t)
 
 
@@ -65,7 +71,7 @@ def recurrent(
     grows with t: the state after any number of tokens has the same size.
     """
     validate.attention_args(q, k, v, None, None)
-    gamma = validate.decay_rate(decay)
+    gamma = _decay(decay)
     fq, fk = feature_map(q), feature_map(k)  # (..., t, d_k)
     if state is None:
         S = q.new_zeros(*q.shape[:-2], q.shape[-1], v.shape[-1])  # (..., d_k, d_v)
@@ -93,7 +99,7 @@ def chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int, decay
     returns ``(..., t, d_v)``. ``chunk = 1`` is the recurrent form, ``chunk = t`` the parallel one.
     """
     validate.attention_args(q, k, v, None, None)
-    chunk, gamma = validate.positive_int(chunk, "chunk"), validate.decay_rate(decay)
+    chunk, gamma = validate.integer(chunk, "chunk", minimum=1), _decay(decay)
     fq, fk = feature_map(q), feature_map(k)  # (..., t, d_k)
     S = q.new_zeros(*q.shape[:-2], q.shape[-1], v.shape[-1])  # (..., d_k, d_v)
     z = q.new_zeros(*q.shape[:-2], q.shape[-1])  # (..., d_k)
@@ -122,9 +128,9 @@ class LinearAttentionHead(nn.Module):
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None):
         super().__init__()
-        self.d_model = validate.positive_int(d_model, "d_model")
-        self.d_k = validate.positive_int(d_k, "d_k")
-        self.d_v = self.d_k if d_v is None else validate.positive_int(d_v, "d_v")
+        self.d_model = validate.integer(d_model, "d_model", minimum=1)
+        self.d_k = validate.integer(d_k, "d_k", minimum=1)
+        self.d_v = self.d_k if d_v is None else validate.integer(d_v, "d_v", minimum=1)
         self.W_q = nn.Linear(d_model, self.d_k, bias=False)
         self.W_k = nn.Linear(d_model, self.d_k, bias=False)
         self.W_v = nn.Linear(d_model, self.d_v, bias=False)
@@ -147,7 +153,8 @@ def plot_recall(accuracy: pd.DataFrame, chance: float) -> plt.Axes:
     import matplotlib.pyplot as plt
 
     if accuracy.empty:
-        raise ValueError("plot_recall needs a non-empty DataFrame indexed by the number of pairs, one column per model.")
+        raise ValueError("plot_recall needs a non-empty DataFrame indexed by the number of pairs, one column per "
+                         "model.")
     _, ax = plt.subplots(figsize=(6, 3.8))
     for i, ((name, column), marker) in enumerate(zip(accuracy.items(), "osv^D" * len(accuracy.columns), strict=False)):
         size = max(4, 11 - 3 * i)  # each line thinner than the one before, so that equal lines stay visible

@@ -85,7 +85,7 @@ def alibi_slopes(h: int) -> torch.Tensor:
     ``2^(-8/h)`` down to ``1/256``. Otherwise the paper takes the slopes of the power of two n just below h
     and adds every other slope of 2n.
     """
-    h = validate.positive_int(h, "h")
+    h = validate.integer(h, "h", minimum=1)
     n = 2 ** math.floor(math.log2(h))
     slopes = 2.0 ** (-8.0 * torch.arange(1, n + 1, dtype=torch.float64) / n)  # (n,)
     extra = 2.0 ** (-8.0 * torch.arange(1, 2 * n + 1, 2, dtype=torch.float64) / (2 * n))  # every other slope of 2n
@@ -106,9 +106,14 @@ def alibi_bias(h: int, t_q: int, t_k: int | None = None) -> torch.Tensor:
     return bias.masked_fill(~allowed, -math.inf)
 
 
+def _stretch(s: object) -> float:
+    """The factor ``s`` as a float after checking it is at least 1: how many times longer than trained."""
+    return validate.real(s, "s", at_least=1, why="the new length over the trained one, e.g. 4 for 4 times longer")
+
+
 def interpolation(theta: torch.Tensor, s: float) -> torch.Tensor:
     """Position interpolation (Chen et al., 2023): ``θ_i / s``, so position s·p turns as far as p did (chapter 11)."""
-    return theta / validate.scale_factor(s, "s")  # (d/2,)
+    return theta / _stretch(s)  # (d/2,)
 
 
 def ntk_aware(d: int, s: float, base: float = 10000.0) -> torch.Tensor:
@@ -117,7 +122,7 @@ def ntk_aware(d: int, s: float, base: float = 10000.0) -> torch.Tensor:
     The highest frequency ``θ_0 = 1`` is unchanged and the lowest, ``θ_{d/2-1}``, is divided by s. It needs
     at least two pairs (``d >= 4``): with one, the fastest pair is also the slowest.
     """
-    s = validate.scale_factor(s, "s")
+    s = _stretch(s)
     if validate.even_int(d, "d") < 4:
         raise ValueError(f"d must be at least 4 for NTK-aware scaling, got {d}: it keeps the fastest pair and divides "
                          f"the slowest by s, and with d = 2 there is one pair, both at once. Use position "
@@ -137,15 +142,15 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
 
     ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
     where ``r = β`` and ``r = α`` are rounded outward (down and up), the first clipped at 0 and the second at
-    ``d - 1`` (that code's limit, past the last pair), and the ramp runs linearly over pair indices between them. Then a β that no pair reaches still keeps the fastest
-    pair whenever it turns more than α times (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula
-    with β = 2).
+    ``d - 1`` (that code's limit, past the last pair), and the ramp runs linearly over pair indices between
+    them. Then a β that no pair reaches still keeps the fastest pair whenever it turns more than α times
+    (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula with β = 2).
     """
-    s = validate.scale_factor(s, "s")
-    alpha = validate.positive_number(alpha, "alpha", why="the turns below which a pair is interpolated")
-    beta = validate.positive_number(beta, "beta", above=alpha, why="the turns above which a pair is kept")
+    s = _stretch(s)
+    alpha = validate.real(alpha, "alpha", above=0, why="the turns below which a pair is interpolated")
+    beta = validate.real(beta, "beta", above=alpha, why="the turns above which a pair is kept")
     theta = frequencies(d, base)  # (d/2,)
-    trained_len = validate.positive_int(trained_len, "trained_len")
+    trained_len = validate.integer(trained_len, "trained_len", minimum=1)
     if rounded:
         def pair_at(r: float) -> float:  # the pair index i (not rounded) at which r_i = r
             return d * math.log(trained_len / (2 * math.pi * r)) / (2 * math.log(base))
@@ -162,4 +167,4 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
 def yarn_attention_factor(s: float) -> float:
     """YaRN's factor ``0.1 ln s + 1`` (chapter 11). It multiplies the queries *and* the keys (in practice
     RoPE's cos and sin), so the scores are multiplied by its square."""
-    return 0.1 * math.log(validate.scale_factor(s, "s")) + 1.0
+    return 0.1 * math.log(_stretch(s)) + 1.0

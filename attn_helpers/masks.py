@@ -36,7 +36,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     """
     lengths = validate.lengths_list(lengths)  # a clear error for anything but whole numbers >= 0
     longest = max(lengths)
-    max_len = longest if max_len is None else validate.positive_int(max_len, "max_len")
+    max_len = longest if max_len is None else validate.integer(max_len, "max_len", minimum=1)
     if longest > max_len:
         raise ValueError(
             f"a sequence has {longest} tokens but max_len={max_len}; pad to at least the longest "
@@ -55,8 +55,8 @@ def causal_mask(t_q: int, t_k: int | None = None) -> torch.Tensor:
     the bottom right: query ``i`` may attend keys ``0 … t_k - t_q + i``. (``scaled_dot_product_attention``'s
     ``is_causal=True`` aligns it at the top left instead.)
     """
-    t_q = validate.positive_int(t_q, "t_q")
-    t_k = t_q if t_k is None else validate.positive_int(t_k, "t_k")
+    t_q = validate.integer(t_q, "t_q", minimum=1)
+    t_k = t_q if t_k is None else validate.integer(t_k, "t_k", minimum=1)
     if t_q > t_k:
         raise ValueError(
             f"t_q={t_q} queries but only t_k={t_k} keys: with the queries at the end of the "

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import torch
 
 from . import validate
-from .attention import _masked
+from .attention import apply_mask
 
-__all__ = ["partial_attention", "merge_partials", "finish_partial"]
+__all__ = ["partial_attention", "merge_partials", "finish_partial", "finite_or_zero"]
 
 
 def partial_attention(
@@ -33,14 +33,17 @@ def partial_attention(
     scale = validate.attention_args(q, k, v, mask, scale)  # the checks of ah.attention
     s = (q @ k.transpose(-2, -1)) * scale  # (..., t_q, t_s)
     if mask is not None:
-        s = _masked(s, mask)
+        s = apply_mask(s, mask)
     m = s.amax(dim=-1, keepdim=True)  # (..., t_q, 1), -inf where every key is blocked
-    p = torch.exp(s - _finite(m))  # (..., t_q, t_s), exp(-inf) = 0 for blocked keys
+    p = torch.exp(s - finite_or_zero(m))  # (..., t_q, t_s), exp(-inf) = 0 for blocked keys
     return m, p.sum(dim=-1, keepdim=True), p @ v
 
 
-def _finite(m: torch.Tensor) -> torch.Tensor:
-    """``m`` with -inf replaced by 0, so that ``x - m`` is never ``-inf - (-inf) = NaN``."""
+def finite_or_zero(m: torch.Tensor) -> torch.Tensor:
+    """``m`` (any shape) with ±inf replaced by 0, so that ``x - m`` is never ``-inf - (-inf) = NaN`` (chapter 9).
+
+    ``m`` is a running maximum of scores, ``-inf`` where every key is blocked; shared by the tiled passes.
+    """
     return torch.where(torch.isinf(m), torch.zeros_like(m), m)
 
 
@@ -62,7 +65,7 @@ def merge_partials(
     M = torch.stack([m for m, _, _ in parts]).amax(dim=0)  # (..., t_q, 1)
     l_total, o_total = torch.zeros_like(parts[0][1]), torch.zeros_like(parts[0][2])
     for m, ell, o in parts:
-        factor = torch.exp(m - _finite(M))  # e^{m_i - M}; 0 for an all-blocked shard
+        factor = torch.exp(m - finite_or_zero(M))  # e^{m_i - M}; 0 for an all-blocked shard
         l_total = l_total + ell * factor
         o_total = o_total + o * factor
     return M, l_total, o_total

@@ -1,5 +1,8 @@
 """Attention as PyTorch modules with learned projections: one head (chapter 4), many heads (chapter 5).
 
+It holds the two ``nn.Module`` classes the later chapters build on, ``SelfAttentionHead`` and
+``MultiHeadAttention`` (both also at the top level, ``ah.SelfAttentionHead``).
+
 ``SelfAttentionHead`` maps the input to queries, keys and values with three ``nn.Linear`` layers
 and calls ``attn_helpers.attention``. ``MultiHeadAttention`` does the same for h heads at once
 with one fused projection per role, splits the columns into heads with ``view`` and ``transpose``
@@ -28,9 +31,9 @@ class SelfAttentionHead(nn.Module):
 
     def __init__(self, d_model: int, d_k: int, d_v: int | None = None, bias: bool = False):
         super().__init__()
-        self.d_model = validate.positive_int(d_model, "d_model")
-        self.d_k = validate.positive_int(d_k, "d_k")
-        self.d_v = self.d_k if d_v is None else validate.positive_int(d_v, "d_v")
+        self.d_model = validate.integer(d_model, "d_model", minimum=1)
+        self.d_k = validate.integer(d_k, "d_k", minimum=1)
+        self.d_v = self.d_k if d_v is None else validate.integer(d_v, "d_v", minimum=1)
         self.W_q = nn.Linear(d_model, self.d_k, bias=bias)
         self.W_k = nn.Linear(d_model, self.d_k, bias=bias)
         self.W_v = nn.Linear(d_model, self.d_v, bias=bias)
@@ -58,16 +61,9 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = False):
         super().__init__()
-        self.d_model = validate.positive_int(d_model, "d_model")
-        self.num_heads = validate.positive_int(num_heads, "num_heads")
-        if d_model % num_heads:
-            raise ValueError(
-                f"num_heads={num_heads} does not divide d_model={d_model}: each head gets "
-                f"d_k = d_model / num_heads features, which must be a whole number. Pick num_heads "
-                f"from the divisors of {d_model}, e.g. "
-                f"{[h for h in range(1, d_model + 1) if d_model % h == 0][:6]}."
-            )
-        self.d_k = d_model // num_heads
+        self.d_model = validate.integer(d_model, "d_model", minimum=1)
+        self.num_heads = validate.integer(num_heads, "num_heads", minimum=1)
+        self.d_k = validate.head_width(self.d_model, self.num_heads)
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
         self.W_k = nn.Linear(d_model, d_model, bias=bias)
         self.W_v = nn.Linear(d_model, d_model, bias=bias)

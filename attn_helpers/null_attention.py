@@ -70,7 +70,7 @@ def retrieval_task(n: int, t: int = 6, n_symbols: int = 16, d_v: int = 8, p_abse
                    seed: int = 0) -> RetrievalTask:
     """``n`` examples of :class:`RetrievalTask`: ``t`` distinct key symbols out of ``n_symbols``, each
     holding a random value in R^``d_v``; a fraction ``p_absent`` of the queries match no key (chapter 9)."""
-    n, t, n_symbols, d_v = (validate.positive_int(value, name) for name, value in
+    n, t, n_symbols, d_v = (validate.integer(value, name, minimum=1) for name, value in
                             (("n", n), ("t", t), ("n_symbols", n_symbols), ("d_v", d_v)))
     if n_symbols <= t:
         raise ValueError(f"n_symbols={n_symbols} must exceed t={t}, or no query could miss every key.")

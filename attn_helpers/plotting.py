@@ -85,7 +85,7 @@ def plot_heads(
     """
     if not isinstance(weights, torch.Tensor) or weights.dim() != 3:
         raise ValueError(f"plot_heads takes weights of shape (h, t, t); got {getattr(weights, 'shape', weights)}.")
-    ncols = validate.positive_int(ncols, "ncols")
+    ncols = validate.integer(ncols, "ncols", minimum=1)
     w = weights.detach().cpu().float()
     h = w.shape[0]
     if len(tokens) != w.shape[1] or w.shape[1] != w.shape[2]:

@@ -32,12 +32,12 @@ def _even_width(d: int, what: str) -> None:
 
 
 def _check_base(base: float) -> float:
-    return validate.positive_number(base, "base", above=1.0, why="the papers use 10000")
+    return validate.real(base, "base", above=1.0, why="the papers use 10000")
 
 
 def frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """The d/2 angular frequencies ``θ_i = base^(-2i/d)``, i = 0 … d/2 - 1, shape ``(d/2,)`` (chapter 8)."""
-    d = validate.positive_int(d, "d")
+    d = validate.integer(d, "d", minimum=1)
     _even_width(d, "frequencies")
     base = _check_base(base)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
@@ -49,7 +49,7 @@ def sinusoidal_encoding(t: int, d: int, base: float = 10000.0) -> torch.Tensor:
     Row p holds ``sin(p θ_i)`` in column 2i and ``cos(p θ_i)`` in column 2i+1, with
     ``θ_i = base^(-2i/d)``. They are added to the token vectors: ``X + sinusoidal_encoding(t, d)``.
     """
-    t = validate.positive_int(t, "t")
+    t = validate.integer(t, "t", minimum=1)
     angles = torch.arange(t, dtype=torch.float64)[:, None] * frequencies(d, base)  # (t, d/2)
     pe = torch.empty(t, d, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angles)
@@ -101,7 +101,7 @@ def is_permutation_equivariant(
     X = as_float_tensor(X, "X", min_dim=2)
     if X.dim() != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be one sequence of shape (t, d) with t >= 2, got {tuple(X.shape)}.")
-    trials = validate.positive_int(trials, "trials")
+    trials = validate.integer(trials, "trials", minimum=1)
     Y = fn(X)
     if not isinstance(Y, torch.Tensor) or Y.shape[:1] != X.shape[:1]:
         raise ValueError(

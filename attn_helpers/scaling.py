@@ -30,10 +30,12 @@ __all__ = [
 def _check_dims(dims: Sequence[int]) -> list[int]:
     if isinstance(dims, (int, str)) or len(dims) == 0:
         raise ValueError(f"dims must be a non-empty list of dimensions such as [2, 4, 8], got {dims!r}.")
-    return [validate.positive_int(d, "every dimension in dims") for d in dims]
+    return [validate.integer(d, "every dimension in dims", minimum=1) for d in dims]
 
 
-def dot_product_variance(dims: Sequence[int], n_samples: int = 4000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def dot_product_variance(
+    dims: Sequence[int], n_samples: int = 4000, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Measured variance of q·k, and of q·k/√d, for random vectors with N(0, 1) components (chapter 2).
 
     For each d in ``dims`` draws ``n_samples`` independent pairs (q, k) of d-dimensional vectors
@@ -41,7 +43,7 @@ def dot_product_variance(dims: Sequence[int], n_samples: int = 4000, seed: int =
     each of shape ``(len(dims),)``; theory says ``raw ≈ d`` and ``scaled ≈ 1``.
     """
     dims = _check_dims(dims)
-    validate.positive_int(n_samples, "n_samples", 2)
+    validate.integer(n_samples, "n_samples", minimum=2)
     gen = torch.Generator().manual_seed(seed)
     raw, scaled = [], []
     for d in dims:
@@ -97,10 +99,11 @@ def saturation_curves(
     ``max_grad_scaled``, ``entropy_raw`` and ``entropy_scaled``, each of shape ``(len(dims),)``.
     """
     dims = _check_dims(dims)
-    validate.positive_int(t, "t", 2)
-    validate.positive_int(n_trials, "n_trials")
+    validate.integer(t, "t", minimum=2)
+    validate.integer(n_trials, "n_trials", minimum=1)
     gen = torch.Generator().manual_seed(seed)
-    out: dict[str, list[torch.Tensor]] = {k: [] for k in ("max_grad_raw", "max_grad_scaled", "entropy_raw", "entropy_scaled")}
+    names = ("max_grad_raw", "max_grad_scaled", "entropy_raw", "entropy_scaled")
+    out: dict[str, list[torch.Tensor]] = {k: [] for k in names}
     for d in dims:
         q = torch.randn(n_trials, 1, d, generator=gen).double()  # (n, 1, d)
         k = torch.randn(n_trials, t, d, generator=gen).double()  # (n, t, d)
@@ -174,7 +177,7 @@ def plot_temperature(
     temps = list(temperatures)
     if not temps:
         raise ValueError("temperatures is empty: give one or more positive finite numbers, such as [0.5, 1, 2].")
-    temps = [validate.positive_number(T, "every temperature") for T in temps]
+    temps = [validate.real(T, "every temperature", above=0) for T in temps]
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 3.8))
     width = 0.8 / len(temps)

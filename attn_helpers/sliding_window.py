@@ -25,8 +25,8 @@ def window_mask(t_q: int, t_k: int | None = None, *, window: int, sinks: int = 0
     The queries are the last ``t_q`` of ``t_k`` positions, as in ``ah.causal_mask``: query i sits at
     ``p = t_k - t_q + i`` and may attend key j when ``p - window < j <= p``, or when ``j < sinks``.
     """
-    window = validate.positive_int(window, "window")
-    sinks = validate.positive_int(sinks, "sinks", 0)
+    window = validate.integer(window, "window", minimum=1)
+    sinks = validate.integer(sinks, "sinks", minimum=0)
     causal = causal_mask(t_q, t_k)  # (t_q, t_k), checks the sizes
     t_q, t_k = causal.shape
     distance = torch.arange(t_k - t_q, t_k)[:, None] - torch.arange(t_k)  # (t_q, t_k): p - j
@@ -39,9 +39,9 @@ def ring_slot(n: int, window: int, sinks: int = 0) -> int:
     The first ``sinks`` tokens keep slots ``0 … sinks-1``; every later token overwrites the oldest
     of the other ``window`` slots: ``sinks + (n - sinks) mod window``.
     """
-    n = validate.positive_int(n, "n", 0)
-    window = validate.positive_int(window, "window")
-    sinks = validate.positive_int(sinks, "sinks", 0)
+    n = validate.integer(n, "n", minimum=0)
+    window = validate.integer(window, "window", minimum=1)
+    sinks = validate.integer(sinks, "sinks", minimum=0)
     return n if n < sinks else sinks + (n - sinks) % window
 
 
@@ -65,7 +65,7 @@ class RingCache:
     def empty(cls, b: int, g: int, d_k: int, window: int, sinks: int = 0,
               dtype: torch.dtype = torch.float32) -> RingCache:
         """A cache with ``sinks + window`` empty slots of keys and values ``(b, g, ·, d_k)``."""
-        slots = validate.positive_int(window, "window") + validate.positive_int(sinks, "sinks", 0)
+        slots = validate.integer(window, "window", minimum=1) + validate.integer(sinks, "sinks", minimum=0)
         zeros = torch.zeros(b, g, slots, d_k, dtype=dtype)  # (b, g, slots, d_k)
         return cls(zeros, zeros.clone(), torch.full((slots,), -1), window, sinks)
 

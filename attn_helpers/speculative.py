@@ -48,7 +48,7 @@ def tree_mask(parents: Sequence[int]) -> torch.Tensor:
 
 def rollback(caches: Sequence[KVCache], n: int) -> list[KVCache]:
     """The caches of the first ``n`` tokens only: what is left after rejecting the later ones (chapter 12)."""
-    n = validate.positive_int(n, "n")
+    n = validate.integer(n, "n", minimum=1)
     if any(n > len(c) for c in caches):
         raise ValueError(f"cannot keep {n} tokens of a cache that holds {min(len(c) for c in caches)}.")
     return [dataclasses.replace(c, k=c.k[:, :, :n], v=c.v[:, :, :n]) for c in caches]  # (b, g, n, d_k) each
@@ -59,7 +59,7 @@ def draft_model(target: TinyDecoder, n_layers: int) -> TinyDecoder:
 
     Layer skipping: the draft is the target cut short, so it needs no training of its own.
     """
-    n_layers = validate.positive_int(n_layers, "n_layers")
+    n_layers = validate.integer(n_layers, "n_layers", minimum=1)
     if n_layers >= len(target.layers):
         raise ValueError(f"a draft needs fewer layers than the target's {len(target.layers)}, got {n_layers}.")
     first = target.layers[0]
@@ -90,7 +90,7 @@ def speculative_generate(target: TinyDecoder, draft: TinyDecoder, prompt: torch.
     pass and keeps the drafts up to the first it would not have chosen, then its own token there.
     Both caches are rolled back to the kept tokens. The tokens are those of ``target.generate``.
     """
-    n_new, k = validate.positive_int(n_new, "n_new"), validate.positive_int(k, "k")
+    n_new, k = validate.integer(n_new, "n_new", minimum=1), validate.integer(k, "k", minimum=1)
     if prompt.dim() != 2 or prompt.shape[0] != 1:
         raise ValueError(f"prompt must be one sequence of shape (1, t), got {tuple(prompt.shape)}: "
                          f"each sequence accepts a different number of drafts.")

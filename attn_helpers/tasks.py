@@ -1,4 +1,8 @@
-"""Associative recall: a task where a query must find a key by what it is, not where it is (chapter 4).
+"""Associative recall, the only task in this module: a query must find a key by what it is, not where it is.
+
+Chapter 4 trains a head on it and chapter 12 compares softmax and linear attention on it; the module keeps
+the general name ``tasks`` because both chapters import it so. Chapter 4's other task, copying a neighbour,
+is in ``attn_helpers.training``, chapter 5's in ``attn_helpers.heads_task``.
 
 A sequence holds ``n_pairs`` key–value pairs, each one token, and ends with a query token that names
 one of the keys; the answer is that key's value. Keys are letters (``A``, ``B``, …), all different
@@ -15,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import validate
-from .training import LETTERS, TrainResult, fit, one_thread
+from .training import LETTERS, TrainResult, fit, torch_threads
 
 __all__ = [
     "recall_features",
@@ -29,9 +33,9 @@ __all__ = [
 
 
 def _check_task(n_pairs: int, n_keys: int, n_values: int) -> None:
-    validate.positive_int(n_pairs, "n_pairs")
-    validate.positive_int(n_keys, "n_keys")
-    validate.positive_int(n_values, "n_values", 2)
+    validate.integer(n_pairs, "n_pairs", minimum=1)
+    validate.integer(n_keys, "n_keys", minimum=1)
+    validate.integer(n_values, "n_values", minimum=2)
     if n_keys > len(LETTERS):
         raise ValueError(f"n_keys={n_keys} is larger than the {len(LETTERS)} letters used as key names.")
     if n_values > 10:
@@ -82,7 +86,7 @@ def recall_batch(
     the sequence's keys; ``target`` ``(b,)``: its value. ``generator`` makes the batch reproducible.
     """
     _check_task(n_pairs, n_keys, n_values)
-    validate.positive_int(batch_size, "batch_size")
+    validate.integer(batch_size, "batch_size", minimum=1)
     keys = torch.rand(batch_size, n_keys, generator=generator).argsort(dim=-1)[:, :n_pairs]  # distinct keys
     values = torch.randint(0, n_values, (batch_size, n_pairs), generator=generator)
     asked = torch.randint(0, n_pairs, (batch_size,), generator=generator)  # which pair the query names
@@ -148,6 +152,6 @@ def train_recall(
         logits, _ = recall_logits(model, x)  # (b, n_values)
         return F.cross_entropy(logits, target)
 
-    with one_thread():
+    with torch_threads():
         losses = fit(model, batch_loss, steps, lr)
         return TrainResult(losses, recall_accuracy(model, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values))

@@ -32,7 +32,7 @@ class Traffic:
 
     def __post_init__(self) -> None:
         if self.M is not None:
-            validate.positive_int(self.M, "M")
+            validate.integer(self.M, "M", minimum=1)
 
     @property
     def total(self) -> int:
@@ -125,7 +125,7 @@ def fast_memory(block_q: int, block_k: int, d_k: int, d_v: int) -> int:
     """Numbers one step of ``ah.flash.flash_forward`` holds in fast memory (chapter 10): ``Q_i``, ``K_j``, ``V_j``,
     the tile of scores, the accumulator and ``m``, ``ℓ``: ``B_r·d_k + B_c·(d_k + d_v) + B_r·B_c + B_r·d_v + 2·B_r``."""
     for n, name in ((block_q, "block_q"), (block_k, "block_k"), (d_k, "d_k"), (d_v, "d_v")):
-        validate.positive_int(n, name)
+        validate.integer(n, name, minimum=1)
     return block_q * d_k + block_k * (d_k + d_v) + block_q * block_k + block_q * d_v + 2 * block_q
 
 
@@ -139,8 +139,8 @@ def paper_blocks(M: int, d: int) -> tuple[int, int]:
     roles swap: ``block_q = ⌈M/4d⌉`` and ``block_k = min(⌈M/4d⌉, d)``. Together they need up to about ``1.26·M``
     numbers (:func:`fast_memory`): ``O(M)``, not at most ``M``.
     """
-    validate.positive_int(M, "M")
-    validate.positive_int(d, "d")
+    validate.integer(M, "M", minimum=1)
+    validate.integer(d, "d", minimum=1)
     outer = math.ceil(M / (4 * d))
     return outer, min(outer, d)
 

@@ -1,9 +1,12 @@
-"""A small synthetic task that one attention head can learn, and the loop that trains it (chapter 4).
+"""A small synthetic task that one attention head can learn, and the book's one training loop (chapter 4).
 
 The task: every token must output a copy of the token ``offset`` places away (``offset=-1``: the
 previous token). Each input vector is the concatenation of two one-hot codes, the token's
 identity (``vocab_size`` features) and its position (``seq_len`` features), so a head can learn
 to find the right neighbour from the position part and to copy the identity part.
+
+:func:`fit` is the loop every model of the book trains with, and :func:`torch_threads` the one place
+that sets PyTorch's thread count for a block (training on one thread, timings on a chosen number).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ __all__ = [
     "IGNORE",
     "LETTERS",
     "TrainResult",
-    "one_thread",
+    "torch_threads",
     "fit",
     "copy_task_batch",
     "token_labels",
@@ -51,15 +54,20 @@ class TrainResult:
 
 
 @contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block on one CPU thread (chapter 4 onwards): a fixed summation order, so training gives the same
-    numbers on every run and machine with the same PyTorch. Restores the thread count afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+def torch_threads(threads: int | None = 1) -> Iterator[None]:
+    """Run the block on ``threads`` CPU threads (``None``: as many as now), then restore the count
+    (chapter 4 onwards).
+
+    One thread (the default) gives a fixed summation order, so training gives the same numbers on every run
+    and machine with the same PyTorch; chapters 7 and 9 time attention on a chosen number of threads.
+    """
+    threads = validate.integer(threads, "threads", minimum=1, none_ok=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
 
 
 def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr: float,
@@ -68,12 +76,12 @@ def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr
 
     Each step computes ``batch_loss()`` (a 0-d tensor: the loss of a fresh batch), back-propagates it and
     updates the weights, then calls ``after_step(step, loss)`` if given (steps count from 1). The one
-    training loop of the book: chapters 4, 5, 8, 9 and 11 train their models with it.
+    training loop of the book: chapters 4, 5, 8, 9, 10, 11 and 12 train their models with it.
     """
-    steps = validate.positive_int(steps, "steps")
+    steps = validate.integer(steps, "steps", minimum=1)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    with one_thread():  # a fixed summation order: the same losses on every run
+    with torch_threads():  # a fixed summation order: the same losses on every run
         for step in range(1, steps + 1):
             loss = batch_loss()  # 0-d
             optimiser.zero_grad()
@@ -86,8 +94,8 @@ def fit(model: nn.Module, batch_loss: Callable[[], torch.Tensor], steps: int, lr
 
 
 def _check_task(seq_len: int, vocab_size: int, offset: int) -> None:
-    validate.positive_int(seq_len, "seq_len", 2)
-    validate.positive_int(vocab_size, "vocab_size", 2)
+    validate.integer(seq_len, "seq_len", minimum=2)
+    validate.integer(vocab_size, "vocab_size", minimum=2)
     if vocab_size > len(LETTERS):
         raise ValueError(f"vocab_size={vocab_size} is larger than the {len(LETTERS)} letters used as token names.")
     if validate.integer(offset, "offset") == 0 or abs(offset) >= seq_len:
@@ -108,7 +116,7 @@ def copy_task_batch(
     or ``IGNORE`` where ``i + offset`` falls outside the sequence.
     """
     _check_task(seq_len, vocab_size, offset)
-    validate.positive_int(batch_size, "batch_size")
+    validate.integer(batch_size, "batch_size", minimum=1)
     tokens = torch.randint(0, vocab_size, (batch_size, seq_len), generator=generator)
     positions = torch.eye(seq_len).expand(batch_size, seq_len, seq_len)
     x = torch.cat([F.one_hot(tokens, vocab_size).float(), positions], dim=-1)  # (b, t, V + t)
@@ -185,8 +193,8 @@ def train_copy_task(
         bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
         bar.update()
 
-    with tqdm(total=validate.positive_int(steps, "steps"), desc="training", file=sys.stdout, disable=not progress,
-              ncols=80, mininterval=0.5) as bar, one_thread():
+    with tqdm(total=validate.integer(steps, "steps", minimum=1), desc="training", file=sys.stdout, disable=not progress,
+              ncols=80, mininterval=0.5) as bar, torch_threads():
         losses = fit(model, batch_loss, steps, lr, after_step=show)
         return TrainResult(losses, copy_task_accuracy(model, offset=offset, seq_len=seq_len, vocab_size=vocab_size))
 

@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             out = work / "book"
             shutil.rmtree(out, ignore_errors=True)
             record_command("make book from clean", 120.0, ["make", "--no-print-directory", "book", f"BOOK_OUT={out}"])
-            record_command("make book, nothing changed", 20.0, ["make", "--no-print-directory", "book", f"BOOK_OUT={out}"])
+            record_command("make book, nothing changed", 20.0,
+                           ["make", "--no-print-directory", "book", f"BOOK_OUT={out}"])
 
         torch_s, ah_s = import_seconds()
         record("import attn_helpers (fresh interpreter)", f"{ah_s:7.2f} s",

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Every variable that picks a numeric kernel (or Python's hash seed): a configuration starts from none of them,
 # whatever the caller set, as a learner's own Jupyter does.
-NUMERIC_VARIABLES = ("PYTHONHASHSEED", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
-                     "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+NUMERIC_VARIABLES = ("PYTHONHASHSEED", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+                     "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,8 @@ def test_fully_masked_row_gives_zeros_not_nan():
 
 @pytest.mark.parametrize("args, error, message", [
     ((torch.randn(3, 4), torch.randn(3, 5), torch.randn(3, 4)), ValueError, "d_k=4 features but keys have 5"),
-    ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)), ValueError, "keys describe 3 tokens but values describe 2"),
+    ((torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)), ValueError,
+     "keys describe 3 tokens but values describe 2"),
     ((torch.randn(4), torch.randn(3, 4), torch.randn(3, 4)), ValueError, "at least 2 dimension"),
     ((torch.randn(2, 3, 4), torch.randn(3, 3, 4), torch.randn(3, 3, 4)), ValueError, "do not broadcast"),
     ((torch.empty(0, 4), torch.randn(3, 4), torch.randn(3, 4)), ValueError, "is empty"),
@@ -143,7 +144,8 @@ def test_attention_explains_bad_masks_and_scales():
 @pytest.mark.parametrize("t_q, t_k, d_k, d_v", [(1, 1, 1, 1), (5, 5, 4, 4), (3, 7, 6, 2)])
 def test_loop_attention_equals_book_attention(t_q, t_k, d_k, d_v):
     gen = torch.Generator().manual_seed(t_q * 100 + t_k)
-    q, k, v = torch.randn(t_q, d_k, generator=gen), torch.randn(t_k, d_k, generator=gen), torch.randn(t_k, d_v, generator=gen)
+    q = torch.randn(t_q, d_k, generator=gen)
+    k, v = torch.randn(t_k, d_k, generator=gen), torch.randn(t_k, d_v, generator=gen)
     out, w = ah.loop_attention(q, k, v)
     ref_out, ref_w = ah.attention(q, k, v)
     assert out.shape == (t_q, d_v) and w.shape == (t_q, t_k) and out.dtype == q.dtype

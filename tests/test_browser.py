@@ -278,7 +278,8 @@ OVERFLOW_JS = DESCRIBE + """
   const deepest = out.filter((el) => !out.some((o) => o !== el && el.contains(o)));
   return {
     scrollWidth, innerWidth: width,
-    culprits: deepest.slice(0, 6).map((el) => `${describe(el)} reaches ${Math.round(el.getBoundingClientRect().right)} px`),
+    culprits: deepest.slice(0, 6).map(
+      (el) => `${describe(el)} reaches ${Math.round(el.getBoundingClientRect().right)} px`),
   };
 }
 """
@@ -293,7 +294,8 @@ OVERFLOW_JS = DESCRIBE + """
 SCROLL_BOXES_JS = DESCRIBE + """
 (article) => [...document.querySelectorAll(`${article} *`)].filter((el) => {
   const style = getComputedStyle(el);
-  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1 && el.offsetParent !== null;
+  return ['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1
+    && el.offsetParent !== null;
 }).flatMap((el) => {
   if (el.tabIndex < 0 && !el.querySelector('a, button, input, [tabindex]')) return [describe(el) + ': no tab stop'];
   const formula = el.matches('mjx-container[display="true"]');
@@ -446,7 +448,8 @@ def visit_page(tab: PageProblems, server: str, page_path: str) -> Visit:
             screenshot_sections(sections, "phone")  # the solution drop-down below is tried on the phone screen
         if page_path in CHAPTERS:
             try:
-                assert page.locator(".solution.dropdown").count(), f"{page_path}: exercises should have hidden solutions"
+                assert page.locator(".solution.dropdown").count(), \
+                    f"{page_path}: exercises should have hidden solutions"
                 check_solution_dropdown(page, page_path)
             except AssertionError as e:
                 visit.solution_error = str(e)
@@ -517,7 +520,8 @@ DISTORTED_JS = """(article) => [...document.querySelectorAll(article + ' img')]
   .filter(i => i.naturalWidth && i.clientWidth && i.clientHeight)
   .filter(i => Math.abs(i.clientWidth / i.clientHeight - i.naturalWidth / i.naturalHeight)
                > 0.03 * i.naturalWidth / i.naturalHeight)
-  .map(i => `${i.getAttribute('src')}: shown ${i.clientWidth} x ${i.clientHeight}, drawn ${i.naturalWidth} x ${i.naturalHeight}`)"""
+  .map(i => `${i.getAttribute('src')}: shown ${i.clientWidth} x ${i.clientHeight}, `
+            + `drawn ${i.naturalWidth} x ${i.naturalHeight}`)"""
 
 
 @pytest.mark.parametrize("page_path", PARAMS)

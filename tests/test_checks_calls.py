@@ -59,7 +59,8 @@ def test_call_names_the_input_the_error_and_the_learners_line():
     assert type(failed.value).__name__ == "CheckFailed"  # what the grader reads as the exercise's failure
     assert failed.value.where.endswith("line 3: return x.view(2, h, d)  # written for 6 rows")
     assert "return x.view(2, h, d)" in rendered(failed.value)
-    with pytest.raises(CheckFailed, match="g raised KeyError on the exercise's x. The error says: 'k'. Hint: say so") as failed:
+    with pytest.raises(CheckFailed,
+                       match="g raised KeyError on the exercise's x. The error says: 'k'. Hint: say so") as failed:
         call(lambda x: {}["k"], 1, name="g", given="the exercise's x", hint=lambda error: "say so")
     assert failed.value.raised.error.args == ("k",)
 
@@ -70,7 +71,8 @@ def test_every_call_of_a_learners_function_goes_through_call():
         for node in ast.walk(ast.parse(module.read_text())):
             if not isinstance(node, ast.FunctionDef):
                 continue
-            given = {a.arg for a in node.args.args if a.annotation is not None and "Callable" in ast.unparse(a.annotation)}
+            given = {a.arg for a in node.args.args
+                     if a.annotation is not None and "Callable" in ast.unparse(a.annotation)}
             direct = [ast.unparse(c) for c in ast.walk(node)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in given]
             assert not direct, f"{module.name}: {node.name} calls {direct} directly: use checks.call"
@@ -104,8 +106,9 @@ def test_split_with_a_global_d_k_names_it():
                   "    return x.view(b, t, h, d_k).transpose(1, 2)\n\n"
                   "def merge_heads(x):\n    b, h, t, d = x.shape\n    return x.transpose(1, 2).reshape(b, t, h * d)\n")
     with pytest.raises(CheckFailed, match=r"split_heads raised RuntimeError on the same x with h = 4, though it worked "
-                                          r"on the exercise's inputs. The error says: .* split_heads reads d_k from the notebook rather "
-                                          r"than from its arguments.*Hint: take d_k from x and h") as failed:
+                                          r"on the exercise's inputs. The error says: .* split_heads reads d_k "
+                                          r"from the notebook rather than from its arguments.*Hint: take d_k from "
+                                          r"x and h") as failed:
         ch05.split_and_merge(ns["split_heads"], ns["merge_heads"])
     assert str(failed.value).count("Hint:") == 1
     assert "return x.view(b, t, h, d_k).transpose(1, 2)" in failed.value.where
@@ -119,7 +122,8 @@ def test_merge_with_the_notebooks_sizes_names_them():
                   "def merge_heads(x):\n    return x.transpose(1, 2).reshape(b, t, h * d_k)\n")
     with pytest.raises(CheckFailed, match=r"merge_heads raised RuntimeError on a \(3, 4, 10\) tensor with h = 5, "
                                           r"though it worked on the exercise's inputs.*merge_heads reads b, d_k, h, t "
-                                          r"from the notebook.*Hint: take b, t and h·d_k from the tensor's shape") as failed:
+                                          r"from the notebook.*Hint: take b, t and h·d_k from the tensor's shape") \
+            as failed:
         ch05.split_and_merge(ns["split_heads"], ns["merge_heads"])
     assert str(failed.value).count("Hint:") == 1
     assert "reshape(b, t, h * d_k)" in failed.value.where
@@ -160,7 +164,7 @@ def test_contextual_vector_that_raises_is_named_with_its_input(glove):
                   "    i = sentence.split().index(word)\n    return torch.softmax(X @ X.T / 50 ** 0.5, -1)[i] @ X\n",
                   glove=glove)
     with pytest.raises(CheckFailed, match=r"contextual_vector raised ValueError on 'I must go back to my ship and to "
-                                          r"my crew', 'i'. The error says: 'i' is not in list. Hint: split the sentence with "
-                                          r"ah.tokenize") as failed:
+                                          r"my crew', 'i'. The error says: 'i' is not in list. Hint: split the "
+                                          r"sentence with ah.tokenize") as failed:
         ch03.contextual_function(ns["contextual_vector"])
     assert "i = sentence.split().index(word)" in failed.value.where

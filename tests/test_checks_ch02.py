@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_helpers as ah
-from attn_helpers.attention import _stable_softmax as private_softmax
+from attn_helpers.attention import safe_softmax
 from attn_helpers.checks import CheckFailed
 from attn_helpers.checks import ch02 as check
 
@@ -84,7 +84,7 @@ def sum_of_scores(x, dim=-1):
     return x / x.sum(dim=dim, keepdim=True)
 
 
-def test_stable_softmax_accepts_reference(capsys):
+def testsafe_softmax_accepts_reference(capsys):
     check.stable_softmax_function(reference_softmax)
     assert capsys.readouterr().out.count("correct") == 5
 
@@ -100,7 +100,7 @@ def test_stable_softmax_accepts_reference(capsys):
     (lambda x, dim=-1: (e := torch.exp(x - x.amin(dim, keepdim=True))) / e.sum(dim, keepdim=True), "not its minimum"),
     (lambda x, dim=-1: (e := torch.exp(x - x.mean(dim, keepdim=True))) / e.sum(dim, keepdim=True), "not its minimum"),
 ])
-def test_stable_softmax_rejects_mistakes(fn, hint):
+def testsafe_softmax_rejects_mistakes(fn, hint):
     with pytest.raises(CheckFailed, match=hint):
         check.stable_softmax_function(fn)
 
@@ -113,7 +113,7 @@ def test_stable_softmax_rejects_mistakes(fn, hint):
     lambda x, dim=-1: torch.exp(F.log_softmax(x, dim=dim)),
     lambda x, dim=-1: torch.special.softmax(x, dim),
 ])
-def test_stable_softmax_rejects_pytorchs_softmax(fn):
+def testsafe_softmax_rejects_pytorchs_softmax(fn):
     with pytest.raises(CheckFailed, match="calls PyTorch's softmax"):
         check.stable_softmax_function(fn)
 
@@ -123,14 +123,14 @@ def test_stable_softmax_rejects_pytorchs_softmax(fn):
     lambda x, dim=-1: torch.exp(x - torch.logcumsumexp(x, dim).narrow(dim, -1, 1)),
     lambda x, dim=-1: torch.exp(x - functools.reduce(torch.logaddexp, x.unbind(dim)).unsqueeze(dim)),
 ], ids=["logsumexp", "logcumsumexp", "logaddexp"])
-def test_stable_softmax_rejects_a_log_sum_exp_under_any_name(shortcut):
+def testsafe_softmax_rejects_a_log_sum_exp_under_any_name(shortcut):
     x = torch.randn(3, 4)
     assert torch.allclose(shortcut(x), torch.softmax(x, -1), atol=1e-6)  # right values, by the shortcut
     with pytest.raises(CheckFailed, match="calls a log-sum-exp"):
         check.stable_softmax_function(shortcut)
 
 
-def test_stable_softmax_rejects_ah_softmax():
+def testsafe_softmax_rejects_ah_softmax():
     with pytest.raises(CheckFailed, match="calls ah.softmax"):
         check.stable_softmax_function(lambda x, dim=-1: ah.softmax(x, dim=dim))
 
@@ -142,19 +142,19 @@ def attention_weights(x, dim=-1):  # the book's softmax, reached through attenti
 
 @pytest.mark.parametrize("fn, name", [
     (attention_weights, "ah.attention"),
-    (lambda x, dim=-1: private_softmax(x, dim), "ah.softmax"),
+    (lambda x, dim=-1: safe_softmax(x, dim), "ah.softmax"),
     (lambda x, dim=-1: ah.loop_attention(x, torch.eye(x.shape[-1]), torch.eye(x.shape[-1]), scale=1.0)[1],
      "ah.loop_attention"),
     (lambda x, dim=-1: ah.merge.finish_partial(ah.merge.partial_attention(x, torch.eye(x.shape[-1]),
                                                                           torch.eye(x.shape[-1]), scale=1.0)),
      "ah.merge"),
 ])
-def test_stable_softmax_rejects_the_books_softmax_by_any_route(fn, name):
+def testsafe_softmax_rejects_the_books_softmax_by_any_route(fn, name):
     with pytest.raises(CheckFailed, match=f"calls {name}"):
         check.stable_softmax_function(fn)
 
 
-def test_stable_softmax_accepts_other_stable_forms(capsys):
+def testsafe_softmax_accepts_other_stable_forms(capsys):
     def with_max_and_division_in_place(x, dim=-1):
         e = (x - x.max(dim=dim, keepdim=True).values).exp()
         e /= e.sum(dim=dim, keepdim=True)

@@ -337,7 +337,8 @@ def two_passes_one_query_at_a_time_by_broadcasting(q, k, v, block):
 
 
 def two_passes_one_pair_at_a_time(q, k, v, block):
-    return two_passes_one_query_at_a_time(q, k, v, block, score=lambda k_b, q_i: torch.stack([k_j @ q_i for k_j in k_b]))
+    return two_passes_one_query_at_a_time(q, k, v, block,
+                                          score=lambda k_b, q_i: torch.stack([k_j @ q_i for k_j in k_b]))
 
 
 def full_matrix(q, k, v, block):

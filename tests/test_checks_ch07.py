@@ -166,7 +166,8 @@ def test_decoding_mask_rejects_the_ready_made_masks(shortcut):
     # the function behind nn.Transformer's static method, called directly, and reached through nn.Transformer
     # (whose own method also reaches the forbidden function, so both routes are named)
     lambda t_q, t_k: torch.nn.modules.transformer._generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
-    lambda t_q, t_k: torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True).generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
+    lambda t_q, t_k:
+        torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True).generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0,
 ], ids=["generate_square_subsequent_mask", "causal_upper_left", "ah.causal_mask(t_k)",
         "transformer._generate_square_subsequent_mask", "a Transformer's generate_square_subsequent_mask"])
 def test_decoding_mask_rejects_a_square_ready_made_mask_cut_down(shortcut):
@@ -188,7 +189,8 @@ SLICE = "    return BIG[t_k - t_q:t_k, :t_k]\n"
 @pytest.mark.parametrize("source", [
     "BIG = ah.causal_mask(64)\ndef decoding_mask(t_q, t_k):\n" + SLICE,                    # a global
     "BIG = torch.ones(64, 64, dtype=torch.bool).tril()\ndef decoding_mask(t_q, t_k):\n" + SLICE,  # made by hand
-    "def make():\n    BIG = ah.causal_mask(64)\n    def decoding_mask(t_q, t_k):\n    " + SLICE + "    return decoding_mask\n"
+    "def make():\n    BIG = ah.causal_mask(64)\n"
+    "    def decoding_mask(t_q, t_k):\n    " + SLICE + "    return decoding_mask\n"
     "decoding_mask = make()",                                                                   # a closure
     "def decoding_mask(t_q, t_k, BIG=ah.causal_mask(64)):\n" + SLICE,                         # a default argument
     "def decoding_mask(t_q, t_k, dtype=torch.bool, *, BIG=ah.causal_mask(64)):\n" + SLICE,    # a later one
@@ -259,7 +261,8 @@ def test_decoding_mask_shortcut_hint_names_what_was_called():
     with pytest.raises(CheckFailed, match="causal_mask"):
         check.decoding_mask_function(lambda t_q, t_k: ah.causal_mask(t_q, t_k))
     with pytest.raises(CheckFailed, match="causal_lower_right"):
-        check.decoding_mask_function(lambda t_q, t_k: torch.nn.attention.bias.causal_lower_right(t_q, t_k)._materialize())
+        check.decoding_mask_function(
+            lambda t_q, t_k: torch.nn.attention.bias.causal_lower_right(t_q, t_k)._materialize())
     with pytest.raises(CheckFailed, match=r"decoding_mask\(3, 7\) calls _generate_square_subsequent_mask, which"):
         check.decoding_mask_function(
             lambda t_q, t_k: torch.nn.modules.transformer._generate_square_subsequent_mask(t_k)[t_k - t_q:] == 0)

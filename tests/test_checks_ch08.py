@@ -74,8 +74,8 @@ def test_rope_function_rejects_d_written_in():
         even, odd = x[..., 0::2], x[..., 1::2]
         return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)
 
-    assert torch.allclose(rope_d8(torch.ones(2, 3, 8), torch.arange(3)), _reference_rope(torch.ones(2, 3, 8), torch.arange(3)),
-                          atol=1e-5)
+    x, positions = torch.ones(2, 3, 8), torch.arange(3)
+    assert torch.allclose(rope_d8(x, positions), _reference_rope(x, positions), atol=1e-5)
     with pytest.raises(CheckFailed, match="take d from the last dimension of x"):
         check.rope_function(rope_d8)
 

@@ -421,7 +421,8 @@ def _runs(text, n):
 
 
 def _solutions():
-    cells = json.loads((Path(__file__).parent.parent / "chapters" / "11_longer_than_trained.ipynb").read_text())["cells"]
+    chapter = Path(__file__).parent.parent / "chapters" / "11_longer_than_trained.ipynb"
+    cells = json.loads(chapter.read_text())["cells"]
     code = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
     return "\n".join(line.split("#")[0] for text in code for line in text.splitlines())
 

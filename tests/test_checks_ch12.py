@@ -447,6 +447,7 @@ def test_the_prediction_is_not_shown_before_it_is_made():
         if cell["cell_type"] != "code" or "solution" in cell["metadata"].get("tags", []):
             continue
         for output in cell.get("outputs", []):
-            parts = [output.get("text", "")] + [output.get("data", {}).get(kind, "") for kind in ("text/plain", "text/html")]
+            parts = [output.get("text", "")] + [output.get("data", {}).get(kind, "")
+                                                for kind in ("text/plain", "text/html")]
             shown = " ".join("".join(part) if isinstance(part, list) else part for part in parts)
             assert f" {answer} " not in f" {shown} ".replace("\n", " ").replace("<", " ").replace(">", " ")

@@ -119,7 +119,8 @@ def test_the_test_finds_a_quoted_expression_and_spares_idioms_and_the_exercises_
     assert quoted(solution, ["Hint: subtract x.amax(dim=-1,  keepdim=True) first."], "") == [
         "x.amax(dim=-1, keepdim=True)"]
     assert quoted(solution, ["Hint: subtract each row's largest score before exponentiating."], "") == []
-    assert quoted(solution, ["Hint: subtract x.amax(dim=-1, keepdim=True)."], "use `x.amax(dim=-1, keepdim=True)`") == []
+    assert quoted(solution, ["Hint: subtract x.amax(dim=-1, keepdim=True)."],
+                  "use `x.amax(dim=-1, keepdim=True)`") == []
     assert quoted("y = x.size(0) + 1", ["take the size from x.size(0)"], "") == []  # an idiom of six tokens
     assert tokens("x.size(0)") == FEW < tokens("x.shape[-1]") == 7
     assert quoted("n = q @ k.T / d ** 0.5", ["Hint: n = q @ k.T / d ** 0.5"], "") != []

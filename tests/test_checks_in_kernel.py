@@ -42,7 +42,8 @@ CELLS = [
     "check.doubled_query_weights(w_doubled)",
     "pass",
     "check.doubled_query_weights(w_doubled)",
-    SOLVED.format(number="1.2") + "\ndef self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
+    SOLVED.format(number="1.2")
+    + "\ndef self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
     "def self_attn(X):\n    W = torch.softmax(X @ X.T, dim=-1)\n    return W @ X, W",
     "check.self_attention_function(self_attention)",
     "self_attention = self_attn",
@@ -54,7 +55,8 @@ CELLS = [
     "check7.decoding_mask_function(decoding_mask)",
     # any check that does so: its own output redirected, then its one line
     'ah.checks.no_answer_yet("9.9")',
-    'import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    ah.checks.correct("inner")\nah.checks.correct("outer")',
+    'import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    ah.checks.correct("inner")\n'
+    'ah.checks.correct("outer")',
     # an answer cell that raises before its assignment: the name is still the folded solution's
     SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
     "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=3)  # raises",
@@ -83,7 +85,8 @@ def error_of(cell) -> dict:
 @pytest.mark.parametrize("index, shown", [
     (1, ["these are the raw scores q·k; pass them through a softmax to get weights."]),
     (2, ["softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1."]),
-    (3, ["self_attention raised RuntimeError on a (5, 3) tensor. The error says: mat1 and mat2 shapes cannot be multiplied",
+    (3, ["self_attention raised RuntimeError on a (5, 3) tensor. The error says: mat1 and mat2 shapes cannot be "
+         "multiplied",
          "Cell In[4], line 2: W = torch.softmax(X @ X, dim=-1)  # X Xᵀ meant"]),
 ], ids=["wrong-answer", "wrong-function", "function-raises"])
 def test_a_failed_check_shows_one_message_and_none_of_the_checks_code(executed, index, shown):

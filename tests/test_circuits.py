@@ -45,8 +45,8 @@ def test_model_shapes_and_causality():
 
 
 @pytest.mark.parametrize("tokens, message", [
-    (torch.zeros(2, 21, dtype=torch.long), "up to seq_len=20"),
-    (torch.full((2, 5), 24), "ids 0 … 23"),
+    (torch.zeros(2, 21, dtype=torch.long), "up to seq_len=20 tokens, got 21"),
+    (torch.full((2, 5), 24), "ids must lie in 0 … 23"),
     (torch.zeros(2, 5), "integer ids"),
     (torch.zeros(5, dtype=torch.long), r"\(b, t\)"),
 ])
@@ -165,7 +165,8 @@ def test_training_and_circuit_bad_input():
         circuits.train_induction(model, steps=2, log_every=0)
     with pytest.raises(ValueError, match="at least two layers"):
         circuits.measure_heads(circuits.AttentionOnly(24, 20, 16, 1))
-    with pytest.raises(ValueError, match=r"layer must be an integer between 1 and 1 \(it reads the layer before it\), got 0"):
+    with pytest.raises(ValueError,
+                       match=r"layer must be an integer between 1 and 1 \(it reads the layer before it\), got 0"):
         circuits.qk_circuit(model, layer=0)
     with pytest.raises(ValueError, match="needs two layers or more; this one has 1"):
         circuits.qk_circuit(circuits.AttentionOnly(24, 20, 16, 1))

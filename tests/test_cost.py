@@ -129,6 +129,13 @@ def test_count_flops_counts_two_per_multiply_add():
     assert count_flops(ah.attention, q, q, q) == 2 * (2 * 2 * 16 * 16 * 8)  # QKᵀ and weights @ V
 
 
+def test_flops_by_operator_splits_count_flops():
+    assert ah.cost.flops_by_operator(torch.mm, torch.ones(3, 4), torch.ones(4, 5)) == {"mm": 2 * 3 * 4 * 5}
+    assert ah.cost.flops_by_operator(torch.softmax, torch.ones(3, 4), -1) == {}
+    q = torch.randn(1, 2, 16, 8)
+    assert ah.cost.flops_by_operator(ah.attention, q, q, q) == {"bmm": count_flops(ah.attention, q, q, q)}
+
+
 def test_measure_flops_splits_projections_and_attention():
     d = 16
     table = measure_flops([4, 8, 32, 64], d=d, num_heads=2)

@@ -72,14 +72,18 @@ def close_figures():
 
 # chapter 3's numbers, against the published tables
 
-@pytest.mark.parametrize("sentence, published", [(ah.explore.ODYSSEY_SENTENCE, ODYSSEY_WEIGHTS), (ah.explore.ORDER_SENTENCE, ORDER_WEIGHTS)])
+@pytest.mark.parametrize("sentence, published", [
+    (ah.explore.ODYSSEY_SENTENCE, ODYSSEY_WEIGHTS), (ah.explore.ORDER_SENTENCE, ORDER_WEIGHTS),
+])
 def test_attention_tables_match_the_published_ones(glove, sentence, published):
     result = ah.explore.attend_sentence(sentence, glove)
     assert result.ok
     assert ah.tables.weights_table(result.weights, result.tokens).frame.to_numpy().tolist() == parse(published)
 
 
-@pytest.mark.parametrize("sentence, published", [(ah.explore.ODYSSEY_SENTENCE, ODYSSEY_COSINES), (ah.explore.ORDER_SENTENCE, ORDER_COSINES)])
+@pytest.mark.parametrize("sentence, published", [
+    (ah.explore.ODYSSEY_SENTENCE, ODYSSEY_COSINES), (ah.explore.ORDER_SENTENCE, ORDER_COSINES),
+])
 def test_cosine_tables_match_the_published_ones(glove, sentence, published):
     C = ah.cosine_similarity(glove.embed(sentence))
     assert ah.tables.weights_table(C, ah.tokenize(sentence)).frame.to_numpy().tolist() == parse(published)

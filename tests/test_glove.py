@@ -50,7 +50,8 @@ def test_odyssey_attention_matches_the_published_numbers(glove):
 
 
 def test_unknown_words_are_named_with_suggestions(glove):
-    with pytest.raises(ah.glove.OutOfVocabularyError, match="'shipz' is not in the GloVe vocabulary.*Close words: .*ship"):
+    with pytest.raises(ah.glove.OutOfVocabularyError,
+                       match="'shipz' is not in the GloVe vocabulary.*Close words: .*ship"):
         glove["shipz"]
     with pytest.raises(KeyError, match="lower-case: try 'ship'"):
         glove["Ship"]
@@ -61,7 +62,8 @@ def test_unknown_words_are_named_with_suggestions(glove):
 
 
 def test_embed_tokenize_and_empty(glove):
-    assert ah.tokenize("We process, and SHIP your order.") == ["we", "process", ",", "and", "ship", "your", "order", "."]
+    assert ah.tokenize("We process, and SHIP your order.") == [
+        "we", "process", ",", "and", "ship", "your", "order", "."]
     assert glove.embed("the cat").shape == (2, 50)
     assert torch.equal(glove.embed(["the", "cat"]), glove.embed("The cat"))
     with pytest.raises(ValueError, match="sentence is empty"):

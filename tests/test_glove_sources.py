@@ -54,7 +54,8 @@ def test_names_and_dims_are_checked(kwargs, message):
 
 
 def test_missing_file_in_cache_says_where_it_comes_from(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"No glove\.840B\.300d\.txt.*glove\.840B\.300d\.zip \(about 2\.03 GB\)"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"No glove\.840B\.300d\.txt.*glove\.840B\.300d\.zip \(about 2\.03 GB\)"):
         ah.GloVe(name="840B", cache=tmp_path)
 
 
@@ -65,7 +66,8 @@ def test_a_folder_finds_the_file_for_the_dim_or_lists_what_is_there(tmp_path):
     write_glove(folder / "glove.6B.100d.txt", dim=100)
     assert ah.GloVe(dim=100, path=folder).dim == 100
     assert ah.GloVe(path=folder).vectors.shape == (6, 50)
-    with pytest.raises(FileNotFoundError, match=r"No glove\.6B\.300d\.txt.*holds glove\.6B\.100d\.txt, glove\.6B\.50d\.txt"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"No glove\.6B\.300d\.txt.*holds glove\.6B\.100d\.txt, glove\.6B\.50d\.txt"):
         ah.GloVe(dim=300, path=folder)
 
 

@@ -340,8 +340,8 @@ def test_a_kernel_that_never_starts_is_told_apart_from_one_that_died(book, tmp_p
     from grading.notebook import grade_notebook
 
     monkeypatch.setattr(execute_module, "write_kernelspec", _kernel_that_cannot_start)
-    rows = grade_notebook(write(with_prediction(student_edition(), "I expect 0.98 and 0.02."), tmp_path / "alice.ipynb"),
-                          "alice", book, timeout=30, notebook_timeout=60)
+    alice = write(with_prediction(student_edition(), "I expect 0.98 and 0.02."), tmp_path / "alice.ipynb")
+    rows = grade_notebook(alice, "alice", book, timeout=30, notebook_timeout=60)
     # (the written prediction is in its row whatever the kernel did: it is read from the submission)
     assert [r.prediction for r in rows[1:]] == ["I expect 0.98 and 0.02.", "", ""]
     whole = [r for r in rows if r.exercise == "(notebook)"]
@@ -409,7 +409,8 @@ def test_predictions_go_to_the_csv_and_the_table_says_where(tmp_path):
 
     from grading.report import write_csv
 
-    rows = [Row("a", "ex-ch01-predict", "passed", "", "about 0.98,\nthen 0.02"), Row("a", "ex-ch01-function", "failed", "x"),
+    rows = [Row("a", "ex-ch01-predict", "passed", "", "about 0.98,\nthen 0.02"),
+            Row("a", "ex-ch01-function", "failed", "x"),
             Row("b", "ex-ch01-predict", "failed", "y", "(not written)")]
     write_csv(rows, tmp_path / "g.csv")
     with open(tmp_path / "g.csv", newline="", encoding="utf-8") as f:

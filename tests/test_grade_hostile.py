@@ -38,7 +38,8 @@ from grading.sandbox import BWRAP  # noqa: E402
 @pytest.fixture(autouse=True, scope="module")
 def needs_bwrap():
     if not BWRAP:  # in CI (.ci/run installs it) a missing sandbox is a failure, elsewhere a skip
-        (pytest.fail if os.environ.get("CI") else pytest.skip)("the sandbox needs bubblewrap: apt-get install bubblewrap")
+        stop = pytest.fail if os.environ.get("CI") else pytest.skip
+        stop("the sandbox needs bubblewrap: apt-get install bubblewrap")
 
 PATCH = """for _name in ("doubled_query_weights", "self_attention_function", "sequence_first_attention"):
     setattr(check, _name, lambda *a, **k: print("✓ correct"))"""

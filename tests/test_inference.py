@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import attn_helpers as ah
 from attn_helpers.cost import TensorMemoryTracker
-from attn_helpers.inference import KVCache, decode_flops, decode_times, flops_by_operator, grouped_query_attention
+from attn_helpers.inference import KVCache, decode_flops, decode_times, grouped_query_attention
 
 
 def randn(*shape, seed=0):
@@ -156,7 +156,10 @@ def test_gqa_module_rejects_input_of_the_wrong_width():
         layer(randn(5, 16))
 
 
-@pytest.mark.parametrize("args, match", [((16, 4, 3), "must divide"), ((16, 3), "must divide"), ((16, 0), "positive")])
+@pytest.mark.parametrize("args, match", [
+    ((16, 4, 3), "num_kv_heads=3 does not divide num_heads=4"), ((16, 3), "num_heads=3 does not divide d_model=16"),
+    ((16, 0), "positive"),
+])
 def test_gqa_module_rejects_bad_sizes(args, match):
     with pytest.raises(ValueError, match=match):
         ah.inference.GroupedQueryAttention(*args)
@@ -217,8 +220,8 @@ def test_cache_bytes_per_token_matches_the_tensors(decoder):
 
 
 @pytest.mark.parametrize("tokens, caches, err, match", [
-    (torch.zeros(1, 3), None, TypeError, "token ids"),
-    (torch.zeros(3, dtype=torch.long), None, TypeError, "token ids"),
+    (torch.zeros(1, 3), None, ValueError, "integer ids"),
+    (torch.zeros(3, dtype=torch.long), None, ValueError, "integer ids"),
     (torch.full((1, 3), 20), None, ValueError, "0 … 19"),
     (torch.zeros(1, 3, dtype=torch.long), [], ValueError, "one cache per layer"),
 ])
@@ -238,10 +241,6 @@ def test_flops_grow_linearly_with_a_cache_and_quadratically_without(decoder):
     assert ah.cost.loglog_slope(table.index, table["full_attention"]) == pytest.approx(2.0)
     with pytest.raises(ValueError, match=">= 2"):
         decode_flops(decoder, [1, 4])
-
-
-def test_count_flops_of_a_matrix_product():
-    assert flops_by_operator(torch.mm, torch.ones(3, 4), torch.ones(4, 5)) == {"mm": 2 * 3 * 4 * 5}
 
 
 def test_decode_times_returns_positive_seconds(decoder):

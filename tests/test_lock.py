@@ -54,7 +54,8 @@ def test_the_lock_pins_every_direct_requirement():
         if line:
             req = Requirement(line)
             name = canonicalize_name(req.name)
-            assert name in pins and pins[name] in req.specifier, f"requirements.in asks {line}, the lock has {pins.get(name)}"
+            assert name in pins and pins[name] in req.specifier, \
+                f"requirements.in asks {line}, the lock has {pins.get(name)}"
 
 
 def pinned_by(requires: list[str]) -> dict[str, Version]:

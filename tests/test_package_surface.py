@@ -72,7 +72,8 @@ def defined_names(path: str) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:  # a name, or a tuple of names (T_Q, T_K = 3, 7)
-                names |= {n.id for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", [])) if isinstance(n, ast.Name)}
+                targets = [t] if isinstance(t, ast.Name) else getattr(t, "elts", [])
+                names |= {n.id for n in targets if isinstance(n, ast.Name)}
     return names
 
 

@@ -108,7 +108,8 @@ def shows_text(cell) -> bool:
         if output["output_type"] == "stream":
             return True
         data = output.get("data", {})
-        if output["output_type"] in ("execute_result", "display_data") and not any(k.startswith("image/") for k in data):
+        if output["output_type"] in ("execute_result", "display_data") \
+                and not any(k.startswith("image/") for k in data):
             if RECORD not in data:
                 return True
     return False

@@ -162,7 +162,8 @@ def test_plot_temperature_draws_a_bar_per_key_and_temperature():
     ax = ah.scaling.plot_temperature(torch.tensor([2.0, 1.0, 0.0]), [0.5, 1.0], ["a", "b", "c"])
     assert len(ax.patches) == 6
     heights = [p.get_height() for p in ax.patches[:3]]
-    assert torch.allclose(torch.tensor(heights, dtype=torch.float32), torch.softmax(torch.tensor([4.0, 2.0, 0.0]), dim=0))
+    expected = torch.softmax(torch.tensor([4.0, 2.0, 0.0]), dim=0)
+    assert torch.allclose(torch.tensor(heights, dtype=torch.float32), expected)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
     assert ax.get_ylabel() == "attention weight"
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import attn_helpers as ah
-from attn_helpers import tasks, training
+from attn_helpers import tasks
 
 
 def test_recall_batch_layout_and_answer():
@@ -87,12 +87,3 @@ def test_train_recall_rejects_wrong_model_and_steps():
     with pytest.raises(ValueError, match="steps must be"):
         tasks.train_recall(ah.SelfAttentionHead(19, 8, d_v=10), steps=0)
 
-
-def test_one_thread_restores_the_thread_count():
-    before = torch.get_num_threads()
-    with training.one_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    with pytest.raises(RuntimeError), training.one_thread():
-        raise RuntimeError("boom")
-    assert torch.get_num_threads() == before

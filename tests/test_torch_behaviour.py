@@ -625,7 +625,8 @@ def test_transformer_encoder_layer_norm_first_is_pre_layernorm_with_relu():
     """Chapter 8: nn.TransformerEncoderLayer(norm_first=True) with dropout 0 computes x + SA(LN1(x)), then
     x + linear2(relu(linear1(LN2(x)))); ReLU is its default activation; src_mask's bools mean True = blocked."""
     torch.manual_seed(0)
-    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=True).double()
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                       norm_first=True).double()
     x = randn(2, 5, 8).double()
     blocked = ~ah.causal_mask(5)
     with torch.no_grad():

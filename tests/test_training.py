@@ -12,7 +12,8 @@ from attn_helpers import training
 
 
 def test_copy_task_batch_layout_and_targets():
-    x, tokens, targets = training.copy_task_batch(3, seq_len=5, vocab_size=4, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    x, tokens, targets = training.copy_task_batch(3, seq_len=5, vocab_size=4, generator=gen)
     assert x.shape == (3, 5, 9) and tokens.shape == targets.shape == (3, 5)
     assert torch.equal(x[..., :4].argmax(-1), tokens)                 # one-hot letter first
     assert torch.equal(x[0, :, 4:], torch.eye(5))                     # then one-hot position
@@ -94,3 +95,20 @@ def test_plot_losses():
     assert ax.get_title() == "t" and ax.get_yscale() == "log" and ax.get_xlabel() == "training step"
     with pytest.raises(ValueError, match="empty"):
         training.plot_losses([])
+
+
+def test_torch_threads_sets_the_count_and_restores_it():
+    before = torch.get_num_threads()
+    with training.torch_threads():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with training.torch_threads(2):
+        assert torch.get_num_threads() == 2
+    with training.torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), training.torch_threads():
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match=r"threads must be a positive integer or None, got 0\."):
+        with training.torch_threads(0):
+            pass

@@ -11,8 +11,8 @@ from attn_helpers import validate
 
 
 @pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), torch.tensor(3)])
-def test_positive_int_takes_python_numpy_and_0d_tensor_integers(value):
-    assert validate.positive_int(value, "n") == 3 and type(validate.positive_int(value, "n")) is int
+def test_integer_takes_python_numpy_and_0d_tensor_integers(value):
+    assert validate.integer(value, "n", minimum=1) == 3 and type(validate.integer(value, "n", minimum=1)) is int
 
 
 @pytest.mark.parametrize("value, message", [
@@ -25,16 +25,16 @@ def test_positive_int_takes_python_numpy_and_0d_tensor_integers(value):
     (torch.tensor(2.0), "positive integer"),
     (None, "positive integer, got None"),
 ])
-def test_positive_int_rejects_with_what_was_passed(value, message):
+def test_integer_rejects_with_what_was_passed(value, message):
     with pytest.raises(ValueError, match=message):
-        validate.positive_int(value, "n")
+        validate.integer(value, "n", minimum=1)
 
 
-def test_positive_int_minimum_and_none():
-    assert validate.positive_int(None, "threads", none_ok=True) is None
-    assert validate.positive_int(0, "length", 0) == 0
+def test_integer_minimum_and_none():
+    assert validate.integer(None, "threads", minimum=1, none_ok=True) is None
+    assert validate.integer(0, "length", minimum=0) == 0
     with pytest.raises(ValueError, match="length must be an integer of at least 2, got 1"):
-        validate.positive_int(1, "length", 2)
+        validate.integer(1, "length", minimum=2)
 
 
 def test_masks_take_numpy_integers():
@@ -55,9 +55,12 @@ def test_attention_rejects_mixed_dtypes_naming_them_and_the_fix():
 
 def test_modules_reject_input_of_another_dtype_than_their_weights():
     x = torch.randn(2, 5, 8)
-    with pytest.raises(TypeError, match=r"query has dtype torch.float32 but the module's weights are torch.float64.*query.double\(\)"):
+    with pytest.raises(TypeError,
+                       match=r"query has dtype torch.float32 but the module's weights are torch.float64.*"
+                             r"query.double\(\)"):
         ah.MultiHeadAttention(8, 2).double()(x)
-    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's weights are torch.float32.*x.float\(\)"):
+    with pytest.raises(TypeError,
+                       match=r"x has dtype torch.float64 but the module's weights are torch.float32.*x.float\(\)"):
         ah.SelfAttentionHead(8, 4)(x.double())
     out, _ = ah.MultiHeadAttention(8, 2).double()(x.double())  # matching dtypes work
     assert out.dtype == torch.float64
@@ -129,9 +132,10 @@ def test_float64_masks():
 
 
 def test_integer_bounds_and_reasons_in_the_message():
-    assert validate.integer(-3, "offset") == -3 and validate.positive_int(np.int64(2), "layer", maximum=2) == 2
-    with pytest.raises(ValueError, match=r"layer must be an integer between 1 and 2 \(it reads the layer before it\), got 3"):
-        validate.positive_int(3, "layer", maximum=2, why="it reads the layer before it")
+    assert validate.integer(-3, "offset") == -3 and validate.integer(np.int64(2), "layer", minimum=1, maximum=2) == 2
+    with pytest.raises(ValueError,
+                       match=r"layer must be an integer between 1 and 2 \(it reads the layer before it\), got 3"):
+        validate.integer(3, "layer", minimum=1, maximum=2, why="it reads the layer before it")
     with pytest.raises(ValueError, match=r"offset must be an integer, got True \(a bool, not a number\)"):
         validate.integer(True, "offset")
 
@@ -143,15 +147,58 @@ def test_integer_bounds_and_reasons_in_the_message():
     (math.inf, "finite"),
     (torch.tensor([1.0, 2.0]), "positive finite number"),
 ])
-def test_positive_number_rejects_with_what_was_passed(value, message):
+def test_real_rejects_with_what_was_passed(value, message):
     with pytest.raises(ValueError, match=message):
-        validate.positive_number(value, "T")
+        validate.real(value, "T", above=0)
 
 
-def test_positive_number_takes_numpy_and_0d_tensors_and_a_lower_bound():
-    assert validate.positive_number(np.float32(0.5), "T") == 0.5 and validate.positive_number(torch.tensor(2), "T") == 2.0
+def test_real_takes_numpy_numbers_and_one_number_tensors_and_a_lower_bound():
+    assert validate.real(np.float32(0.5), "T", above=0) == 0.5 and validate.real(torch.tensor(2), "T", above=0) == 2.0
+    assert validate.real(torch.tensor([0.25]), "T") == 0.25 and type(validate.real(3, "T")) is float
     with pytest.raises(ValueError, match=r"base must be a finite number larger than 1 \(the papers use 10000\), got 1"):
         ah.position.frequencies(4, base=1)
+
+
+@pytest.mark.parametrize("bounds, good, bad, words", [
+    ({"above": 0}, 1e-9, 0, "a positive finite number"),
+    ({"above": 2.5}, 2.6, 2.5, "a finite number larger than 2.5"),
+    ({"at_least": 1}, 1, 0.99, "a number of at least 1"),
+    ({"above": 0, "at_most": 1}, 1, 1.01, r"a number in \(0, 1\]"),
+    ({"at_least": 0, "at_most": 1}, 0, -0.01, r"a number in \[0, 1\]"),
+    ({}, -1e300, math.nan, "a finite number"),
+])
+def test_real_words_its_bounds_and_keeps_the_numbers_within(bounds, good, bad, words):
+    assert validate.real(good, "x", **bounds) == good
+    with pytest.raises(ValueError, match=rf"^x must be {words} \(why\), got {bad!r}\.$"):
+        validate.real(bad, "x", **bounds, why="why")
+
+
+@pytest.mark.parametrize("value", [
+    True, np.bool_(False), torch.tensor(True), "1", None, math.inf, torch.ones(2), [1.0],
+])
+def test_real_number_is_none_for_what_is_not_a_finite_real_number(value):
+    assert validate.real_number(value) is None
+
+
+def test_head_width_is_d_model_over_num_heads_when_it_divides():
+    assert validate.head_width(12, 3) == 4 and validate.head_width(16, 4, 2) == 4 and validate.head_width(16, 4, 4) == 4
+    with pytest.raises(ValueError, match=r"^num_heads=5 does not divide d_model=12: each head gets d_k = d_model / "
+                                         r"num_heads features.*divisors of 12, e\.g\. \[1, 2, 3, 4, 6, 12\]\.$"):
+        validate.head_width(12, 5)
+    with pytest.raises(ValueError, match=r"^num_kv_heads=3 does not divide num_heads=4: every key/value head serves "
+                                         r"the same number of query heads.*e\.g\. \[1, 2, 4\]\.$"):
+        validate.head_width(16, 4, 3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ah.MultiHeadAttention(12, 5),
+    lambda: ah.latent.LatentAttention(12, 5, 4, 2),
+    lambda: ah.extrapolation.PositionModel("none", 10, d_model=12, num_heads=5),
+    lambda: ah.inference.GroupedQueryAttention(12, 5),
+])
+def test_every_module_with_heads_refuses_a_split_the_same_way(make):
+    with pytest.raises(ValueError, match=r"^num_heads=5 does not divide d_model=12: .*e\.g\. \[1, 2, 3, 4, 6, 12\]\.$"):
+        make()
 
 
 def test_sizes_list_takes_numpy_integers_and_explains_the_rest():
@@ -184,18 +231,32 @@ def test_every_module_takes_numpy_integers_and_refuses_bools_the_same_way(call):
 
 
 def test_chapter_11_checks_accept_good_input_and_name_the_fix():
-    assert validate.scale_factor(np.int64(2), "s") == 2.0 and validate.even_int(8, "d") == 8 and validate.scale_factor(4, "s") == 4.0
+    assert ah.long_context.yarn_attention_factor(np.int64(1)) == 1.0 and validate.even_int(8, "d") == 8
     assert validate.rope_inputs(torch.zeros(3, 4), [0, 1, 2], torch.ones(2)) == (3, 4)
     assert validate.token_ids(torch.tensor([[0, 4]]), 5) == (1, 2)
     with pytest.raises(ValueError, match="must be even, got 5.*e.g. 6"):
         validate.even_int(5, "d")
     for bad in (0.5, True, float("nan"), "2"):
-        with pytest.raises(ValueError, match="at least 1"):
-            validate.scale_factor(bad, "s")
+        with pytest.raises(ValueError, match=r"s must be a number of at least 1 \(the new length over the trained one"):
+            ah.long_context.yarn_attention_factor(bad)
     with pytest.raises(ValueError, match="token ids must lie in 0 … 4"):
         validate.token_ids(torch.tensor([[-1, 2]]), 5)
     with pytest.raises(ValueError, match="torch.long"):
         validate.token_ids(torch.tensor([[0.0, 2.0]]), 5)
+
+
+@pytest.mark.parametrize("model", [
+    lambda: ah.inference.TinyDecoder(vocab=5, d_model=8, num_heads=2),
+    lambda: ah.circuits.AttentionOnly(5, 8, 8, 1),
+    lambda: ah.extrapolation.PositionModel("none", 5, d_model=8, num_heads=2),
+])
+def test_every_model_refuses_token_ids_the_same_way(model):
+    m = model()
+    with pytest.raises(ValueError,
+                       match=r"^token ids must lie in 0 … 4 \(the model's vocab_size is 5\), got ids 0 … 5\.$"):
+        m(torch.tensor([[0, 5]]))
+    with pytest.raises(ValueError, match=r"^tokens must be a non-empty \(b, t\) tensor of integer ids \(torch.long\)"):
+        m(torch.tensor([0, 1]))
 
 
 @pytest.mark.parametrize("value", ["no", 0, 1, None, torch.tensor(True)])

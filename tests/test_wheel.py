@@ -47,7 +47,8 @@ def test_wheel_installs_outside_the_repository_and_loads_glove(tmp_path):
     python = env_dir / "bin" / "python"
     # Reuse the book's installed dependencies (torch, numpy, pandas ...) without copying them: a .pth line
     # adds their folder to sys.path (without running the editable install's own .pth hook).
-    new_site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path).strip())
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    new_site = Path(run(python, "-c", purelib, cwd=tmp_path).strip())
     (new_site / "book_dependencies.pth").write_text(site.getsitepackages()[0] + "\n")
     run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", new_site, wheel, cwd=tmp_path)
     out = run(python, "-c", LOAD, cwd=tmp_path).splitlines()

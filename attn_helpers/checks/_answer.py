@@ -117,7 +117,8 @@ def _after_cell(result) -> None:
         _from_solution.clear()
         return
     solution = SOLUTION_RE.match(raw.lstrip())
-    failed = getattr(result, "error_before_exec", None) is not None or getattr(result, "error_in_exec", None) is not None
+    failed = (getattr(result, "error_before_exec", None) is not None
+              or getattr(result, "error_in_exec", None) is not None)
     for name in names:
         if solution and name in shell.user_ns:
             _from_solution[name] = (solution["number"], shell.user_ns[name])

@@ -150,8 +150,8 @@ def on_other_sizes(name: str, inputs: str, hint: str) -> Iterator[None]:
         if exc.raised is not None:
             raised = exc.raised
             though = ", though it worked on the exercise's inputs"
-            raise CheckFailed(f"{raised.says(inputs, though)}. "
-                              f"{_likely_cause(raised.fn, raised.name)} Hint: {hint}", exc.where, raised) from raised.error
+            message = f"{raised.says(inputs, though)}. {_likely_cause(raised.fn, raised.name)} Hint: {hint}"
+            raise CheckFailed(message, exc.where, raised) from raised.error
         what, _, own = str(exc).partition(" Hint: ")
         raise CheckFailed(f"{what} It was right on the exercise's inputs. "
                           f"Hint: {hint if not own or own in _GENERIC_HINTS else own}") from None

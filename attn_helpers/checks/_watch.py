@@ -72,8 +72,9 @@ class Watch:
 
     It sees only what runs in this thread, through the profiler it installs: code that starts a thread
     (other than a tqdm progress bar's monitor thread) or a process, changes the profiler, or leaves a
-    ``with torch._C.DisableTorchFunction()`` makes it raise :class:`CheckFailed` on exit. Code written against it (a worker thread started before the check, the
-    profiler switched off through a C function) can still hide, as a copy of a helper's source can.
+    ``with torch._C.DisableTorchFunction()`` makes it raise :class:`CheckFailed` on exit. Code written
+    against it (a worker thread started before the check, the profiler switched off through a C function)
+    can still hide, as a copy of a helper's source can.
     """
 
     def __init__(self, functions: Iterable[Callable] | Mapping[Callable, str] = ()) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..attention import _stable_softmax, softmax
+from ..attention import safe_softmax, softmax
 from . import CheckFailed, book_attention, check_tensor, check_value, run_by_hand
 
 __all__ = [
@@ -64,7 +64,7 @@ _SHORTCUTS = {  # what a learner's softmax may not call, by the fragments of the
 
 def _run_by_hand(fn: Callable[..., torch.Tensor], x: torch.Tensor, dim: int) -> torch.Tensor:
     """``fn(x, dim=dim)``, refused if it reaches for a ready-made softmax."""
-    forbidden = {**book_attention(), softmax: "ah.softmax", _stable_softmax: "ah.softmax"}
+    forbidden = {**book_attention(), softmax: "ah.softmax", safe_softmax: "ah.softmax"}
     return run_by_hand(fn, (x.clone(),), forbidden, "stable_softmax", "write it with torch.exp, amax and sum only.",
                        kwargs={"dim": dim}, shortcuts=_SHORTCUTS)
 
@@ -76,7 +76,8 @@ def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
     check_tensor(_run_by_hand(fn, x, -1), torch.softmax(x, dim=-1), "softmax of a small 3 × 3 matrix", {
         "each row must sum to 1: normalise along dim, not along dim 0.": torch.softmax(x, dim=0),
         "you subtracted the maxima without keepdim=True, so they broadcast along the wrong axis: "
-        "keep the reduced dimension, so that each row's maximum lines up with its own row.": shifted / shifted.sum(dim=-1, keepdim=True),
+        "keep the reduced dimension, so that each row's maximum lines up with its own row.":
+            shifted / shifted.sum(dim=-1, keepdim=True),
         "without keepdim=True the maxima and the sums broadcast along the wrong axis: "
         "use keepdim=True in both amax and sum.": shifted / shifted.sum(dim=-1),
         "you divided by the sum of the scores; softmax exponentiates first, then normalises.":

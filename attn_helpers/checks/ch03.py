@@ -66,7 +66,8 @@ def _tokenize_hint(error: BaseException) -> str | None:
 
 
 def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
-    """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first occurrence."""
+    """Exercise ex-ch03-context: ``fn(sentence, word)`` returns the contextual vector (d,) of ``word``'s first
+    occurrence."""
     glove = _glove()
     # "i" first: there the unscaled weights are not one-hot, so "not scaled" and "unchanged" differ; the last
     # sentence has punctuation, which ah.tokenize splits off as tokens of its own and str.split does not
@@ -77,7 +78,8 @@ def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
         W = _weights(X)
         answer = call(fn, sentence, word, name="contextual_vector", hint=_tokenize_hint)
         if isinstance(answer, torch.Tensor) and answer.shape == W.shape:
-            raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector W[i] @ X.")
+            raise CheckFailed(f"{word!r} in {sentence!r}: you returned the weights; return the contextual vector "
+                              f"W[i] @ X.")
         mistakes = {
             "this is the word's GloVe vector unchanged; mix it with the others: W[i] @ X.": X[i],
             "the scores are not scaled: divide X Xᵀ by √d before the softmax.": torch.softmax(X @ X.T, dim=-1)[i] @ X,

@@ -174,7 +174,8 @@ def next_token_head(head: nn.Module) -> None:
 # ---------------------------------------------------------------- ex-ch04-recall (associative recall)
 
 def recall_question() -> tuple[torch.Tensor, list[str]]:
-    """The sequence of exercise ex-ch04-recall: ``x_new`` (t, d) = (7, 19), six pairs then a question, and its labels."""
+    """The sequence of exercise ex-ch04-recall: ``x_new`` (t, d) = (7, 19), six pairs then a question, and its
+    labels."""
     from ..tasks import recall_batch, recall_labels
 
     x, keys, values, query, _ = recall_batch(1, generator=torch.Generator().manual_seed(406))

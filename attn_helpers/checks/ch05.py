@@ -266,6 +266,7 @@ def look_back_distance(look_back: Callable) -> None:
     w2 = torch.softmax(2 * torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(506)), dim=-1)
     i2 = torch.arange(9, dtype=torch.float32)
     expected2 = (w2 * (i2[:, None] - i2[None, :])).sum(-1)[:, :, 2:].mean(dim=(0, 2))  # (3,)
-    with on_other_sizes("look_back", "weights of shape (2, 3, 9, 9)", "take t from the weights you are given (their last dimension), not from the notebook."):
+    with on_other_sizes("look_back", "weights of shape (2, 3, 9, 9)",
+                        "take t from the weights you are given (their last dimension), not from the notebook."):
         check_tensor(call(look_back, w2.clone(), name="look_back"), expected2,
                      "look_back on weights of shape (2, 3, 9, 9)")

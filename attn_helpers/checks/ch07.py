@@ -66,8 +66,8 @@ def combined_mask(answer: object) -> None:
         "the triangle is the wrong way round: a query looks back (keys j <= i, the lower triangle), "
         "not ahead.": causal.T[None] & real[:, None, :],
         "this mask blocks the padded queries (rows) too: padding must block the padded keys (columns) only, "
-        "so the padding part varies along the keys' axis and is the same for every query. A padded query may attend the real keys; its output is "
-        "simply never used.": causal[None] & real[:, :, None],
+        "so the padding part varies along the keys' axis and is the same for every query. "
+        "A padded query may attend the real keys; its output is simply never used.": causal[None] & real[:, :, None],
     })
 
 

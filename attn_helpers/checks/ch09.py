@@ -67,8 +67,9 @@ def _check_order(answer: tuple | list, expected: tuple[torch.Tensor, torch.Tenso
     for order in itertools.permutations(range(3)):
         if order == (0, 1, 2):
             continue
-        if all(isinstance(x, torch.Tensor) and x.shape == expected[i].shape and torch.allclose(
-                x.double(), expected[i].double(), atol=1e-5, equal_nan=True) for x, i in zip(answer, order, strict=True)):
+        if all(isinstance(x, torch.Tensor) and x.shape == expected[i].shape
+               and torch.allclose(x.double(), expected[i].double(), atol=1e-5, equal_nan=True)
+               for x, i in zip(answer, order, strict=True)):
             given = ", ".join(names[i] for i in order)
             raise CheckFailed(f"the three parts are right but returned in the order ({given}). Hint: return them in "
                               f"the order partial_attention uses, (m, l, o).")
@@ -106,8 +107,8 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
                 "a triple with no keys is (-inf, 0, 0). Hint: replace -inf by 0 only in a copy used inside the "
                 "exponent, e^(m_a - M), and return the maximum itself."
             )
-        raise CheckFailed("m is not right yet. Hint: for each query, the merged maximum is the larger of the two shards' "
-                          "maxima (not the smaller, nor their sum).")
+        raise CheckFailed("m is not right yet. Hint: for each query, the merged maximum is the larger of the two "
+                          "shards' maxima (not the smaller, nor their sum).")
     correct("m")
     check_tensor(ell, expected[1], "l", {
         "rescale each sum to the common maximum before adding: l_a e^(m_a - M) + l_b e^(m_b - M).": wrong[1],

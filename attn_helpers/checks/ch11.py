@@ -136,7 +136,8 @@ def _by_ring(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, *, 
              write_first: bool = True, scale: bool = True, divide: float = 1.0) -> torch.Tensor:
     """The check's own ring-buffer decoder, with the switches that give the usual mistakes."""
     t, d = q.shape
-    keys, values, filled, outs = torch.zeros(window, d), torch.zeros(window, d), torch.zeros(window, dtype=torch.bool), []
+    keys, values = torch.zeros(window, d), torch.zeros(window, d)
+    filled, outs = torch.zeros(window, dtype=torch.bool), []
     for n in range(t):
         if write_first:
             keys, values = keys.index_copy(0, torch.tensor([n % window]), k[n:n + 1]), values.index_copy(

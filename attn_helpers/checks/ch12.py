@@ -185,8 +185,9 @@ def recurrent_function(fn: Callable[..., torch.Tensor]) -> None:
                                   "before the state is read; otherwise the first token sees nothing.")
             name = "linear_step_by_step(q, k, v, decay)" + (f" on {where}" if where else "")
             if isinstance(answer, torch.Tensor) and answer.dtype in (torch.float32, torch.float16, torch.bfloat16):
-                raise CheckFailed(f"{name} is {answer.dtype}, but q, k and v are float64 and the three forms agree to "
-                                  f"float64's rounding. Hint: keep the inputs' dtype (new_zeros makes the state in it).")
+                raise CheckFailed(f"{name} is {answer.dtype}, but q, k and v are float64 and the three forms agree "
+                                  f"to float64's rounding. Hint: keep the inputs' dtype (new_zeros makes the state "
+                                  f"in it).")
             check_tensor(answer, la.parallel(q, k, v, decay), name, _mistakes(q, k, v, decay), atol=1e-10)
 
 
@@ -236,7 +237,8 @@ def _root_reads_last_row(parents: Sequence[int]) -> torch.Tensor:
 def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Sequence[int], n_cached: int) -> None:
     n = len(parents)
     with Watch({tree_mask: "ah.speculative.tree_mask"}) as watch:
-        answer = call(fn, list(parents), n_cached, name="verify_mask", given=f"parents={list(parents)}, n_cached={n_cached}",
+        answer = call(fn, list(parents), n_cached, name="verify_mask",
+                      given=f"parents={list(parents)}, n_cached={n_cached}",
                       hint="parents is a list of ints, n_cached an int.")
     if watch.called:
         raise CheckFailed("verify_mask calls ah.speculative.tree_mask, which builds the tree part for you. "
@@ -263,9 +265,11 @@ def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Seque
             torch.cat([cached, _with_siblings(parents)], dim=1),
         "the cached tokens come first in the sequence, so their columns come first too.": torch.cat([tree, cached], 1),
         "the walk up the parents stops too early: token 0 is a token too, an ancestor of its branch and visible to "
-        "itself. Walk until the parent is -1, which marks the cache.": torch.cat([cached, _walk_stops_before_0(parents)], 1),
+        "itself. Walk until the parent is -1, which marks the cache.":
+            torch.cat([cached, _walk_stops_before_0(parents)], 1),
         "a root's parent is -1, and as an index -1 means the LAST row: the roots took what the last token sees. "
-        "A token that follows the cache has no parent row to copy.": torch.cat([cached, _root_reads_last_row(parents)], 1),
+        "A token that follows the cache has no parent row to copy.":
+            torch.cat([cached, _root_reads_last_row(parents)], 1),
     }
     if answer.shape == tree.shape and n_cached:
         raise CheckFailed(f"{name} has shape {tuple(answer.shape)}, only the drafts' columns. Hint: the drafts "

@@ -93,7 +93,7 @@ class GloVe:
         max_vectors: int | None = None,
     ) -> None:
         name, dim = _check_name_and_dim(name, dim)
-        max_vectors = validate.positive_int(max_vectors, "max_vectors", none_ok=True)
+        max_vectors = validate.integer(max_vectors, "max_vectors", minimum=1, none_ok=True)
         if path is None and cache is None:
             if (name, dim) != ("6B", 50):
                 raise ValueError(_not_shipped(name, dim))
@@ -160,7 +160,8 @@ class GloVe:
         return self.get_vecs_by_tokens(tokens)
 
     def nearest(self, query: str | torch.Tensor, k: int = 5, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """The ``k`` words whose vectors have the highest cosine similarity to ``query`` (a word or a ``(dim,)`` vector).
+        """The ``k`` words whose vectors have the highest cosine similarity to ``query`` (a word or a ``(dim,)``
+        vector).
 
         A word query leaves itself out of the answer. Returns ``[(word, cosine), …]``, best first.
         """
@@ -185,7 +186,8 @@ def tokenize(sentence: str) -> list[str]:
 
 
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-    """Cosine similarity between the rows of ``a`` ``(n, d)`` and of ``b`` ``(m, d)`` (default ``a``): ``(n, m)`` (chapter 3).
+    """Cosine similarity between the rows of ``a`` ``(n, d)`` and of ``b`` ``(m, d)`` (default ``a``): ``(n, m)``
+    (chapter 3).
 
     One-dimensional inputs are treated as single rows.
     """
@@ -195,7 +197,8 @@ def cosine_similarity(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.T
             raise TypeError(f"{name} must be a floating-point tensor.")
     a2, b2 = a.reshape(1, -1) if a.dim() == 1 else a, b.reshape(1, -1) if b.dim() == 1 else b
     if a2.dim() != 2 or b2.dim() != 2 or a2.shape[1] != b2.shape[1]:
-        raise ValueError(f"cosine_similarity needs (n, d) and (m, d) with the same d; got {tuple(a.shape)}, {tuple(b.shape)}.")
+        raise ValueError(f"cosine_similarity needs (n, d) and (m, d) with the same d; got {tuple(a.shape)}, "
+                         f"{tuple(b.shape)}.")
     if (a2.norm(dim=1) == 0).any() or (b2.norm(dim=1) == 0).any():
         raise ValueError("A zero vector has no direction, so its cosine similarity is undefined.")
     f = torch.nn.functional.normalize

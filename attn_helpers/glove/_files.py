@@ -178,7 +178,8 @@ def _where_from(name: str, dim: int) -> str:
 
 
 def _find_source(location: Path, name: str, dim: int) -> tuple[Path, str | None]:
-    """The file to read for GloVe ``name``/``dim`` at ``location`` (a text file, a zip, or a folder): (path, zip member)."""
+    """The file to read for GloVe ``name``/``dim`` at ``location`` (a text file, a zip, or a folder):
+    (path, zip member)."""
     text = f"glove.{name}.{dim}d.txt"
     if location.is_dir():
         for candidate in (text, SOURCES[name][1], f"glove.{name}.{dim}d.zip"):
@@ -269,7 +270,7 @@ def _check_name_and_dim(name: object, dim: object) -> tuple[str, int]:
         if name == "twitter.27B":
             raise ValueError(f"GloVe twitter.27B comes in dimensions {dims}: pass one, e.g. dim=100.")
         return name, 50 if name == "6B" else 300
-    dim = validate.positive_int(dim, "dim")
+    dim = validate.integer(dim, "dim", minimum=1)
     if dim not in dims:
         raise ValueError(f"GloVe {name} comes in dimensions {dims}, got dim={dim}.")
     return name, dim

@@ -4,24 +4,22 @@ A helper calls one of these in one line before its math, so the math reads on it
 look at the inputs only (``t·d`` numbers), never at the ``t²`` scores, so they stay cheap. They are
 filed by what they check, and every one is reached as ``validate.<name>``:
 
-- ``_numbers``: single numbers and lists of them (:func:`positive_int`, :func:`integer`, :func:`sizes_list`, …);
+- ``_numbers``: single numbers and lists of them (:func:`integer`, :func:`real`, :func:`flag`, :func:`sizes_list`, …);
 - ``_tensors``: tensors and attention's inputs (:func:`as_float_tensor`, :func:`attention_args`, …);
-- ``_modules``: the inputs of the attention modules, RoPE and token ids (:func:`head_inputs`, …).
+- ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`, …).
 """
 
 from __future__ import annotations
 
-from ._modules import head_inputs, multi_head_inputs, rope_inputs, token_ids
+from ._modules import head_inputs, head_width, multi_head_inputs, rope_inputs, token_ids
 from ._numbers import (
-    decay_rate,
     even_int,
     flag,
     integer,
     lengths_list,
-    positive_int,
-    positive_number,
     probabilities,
-    scale_factor,
+    real,
+    real_number,
     sizes_list,
     whole_number,
 )
@@ -36,10 +34,10 @@ from ._tensors import (
 )
 
 __all__ = [
-    "positive_int",
     "integer",
     "whole_number",
-    "positive_number",
+    "real",
+    "real_number",
     "sizes_list",
     "softmax_dim",
     "one_sequence_args",
@@ -48,11 +46,10 @@ __all__ = [
     "attention_args",
     "tiled_attention_args",
     "head_inputs",
-    "decay_rate",
+    "head_width",
     "multi_head_inputs",
     "lengths_list",
     "even_int",
-    "scale_factor",
     "rope_inputs",
     "token_ids",
     "flag",

@@ -1,4 +1,4 @@
-"""Checks of the inputs of the attention modules and of RoPE and token ids (chapters 4, 5 and 11)."""
+"""Checks of the inputs of the attention modules, their head counts, RoPE and token ids (chapters 4, 5, 9 and 11)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,32 @@ def _module_mask(mask: object, weights_shape: tuple[int, ...]) -> None:
             f"sequence, or give it size-1 dimensions where it is shared, e.g. mask[:, None] for one "
             f"(t_q, t_k) mask per sequence of a batch."
         )
+
+
+def head_width(d_model: int, num_heads: int, num_kv_heads: int | None = None) -> int:
+    """``d_k = d_model // num_heads`` after checking that ``num_heads`` divides ``d_model`` (chapters 5, 9, 11 and 12).
+
+    With ``num_kv_heads`` (grouped-query attention, chapter 9) it must divide ``num_heads`` too, so that
+    every key/value head serves the same number of query heads. The sizes are positive ints, checked before.
+    """
+    if d_model % num_heads:
+        raise ValueError(
+            f"num_heads={num_heads} does not divide d_model={d_model}: each head gets "
+            f"d_k = d_model / num_heads features, which must be a whole number. Pick num_heads "
+            f"from the divisors of {d_model}, e.g. {_divisors(d_model)[:6]}."
+        )
+    if num_kv_heads is not None and num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} does not divide num_heads={num_heads}: every key/value head "
+            f"serves the same number of query heads. Pick num_kv_heads from the divisors of {num_heads}, "
+            f"e.g. {_divisors(num_heads)[:6]}."
+        )
+    return d_model // num_heads
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of ``n``, smallest first."""
+    return [h for h in range(1, n + 1) if n % h == 0]
 
 
 def head_inputs(head: Any, x: object, mask: object) -> None:
@@ -114,11 +140,13 @@ def rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
 
 
 def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
-    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)`` (chapter 11)."""
+    """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)``
+    (chapters 8, 9 and 11)."""
     if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2 or tokens.numel() == 0:
         raise ValueError(f"tokens must be a non-empty (b, t) tensor of integer ids (torch.long), got "
                          f"{getattr(tokens, 'shape', type(tokens).__name__)} {getattr(tokens, 'dtype', '')}.")
     if tokens.min() < 0 or tokens.max() >= vocab_size:
-        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), got ids "
+        raise ValueError(f"token ids must lie in 0 … {vocab_size - 1} (the model's vocab_size is {vocab_size}), "
+                         f"got ids "
                          f"{int(tokens.min())} … {int(tokens.max())}.")
     return tokens.shape[0], tokens.shape[1]

@@ -1,6 +1,8 @@
 """Checks of single numbers and lists of numbers: sizes, lengths, factors and rates (chapters 1-12).
 
-``integer`` is the package's one integer check; every other check of a whole number goes through it.
+``integer`` is the package's one integer check, ``real`` its one real-number check and ``flag`` its one bool
+check; every other check of a number goes through them (``whole_number`` and ``real_number`` are the tests
+behind the first two, for a caller that words its own message).
 """
 
 from __future__ import annotations
@@ -14,27 +16,15 @@ from typing import Any
 import torch
 
 
-def positive_int(
-    value: object, name: str, minimum: int = 1, *, maximum: int | None = None, none_ok: bool = False, why: str = ""
-) -> Any:
-    """``value`` as an ``int`` after checking it is a whole number ``>= minimum`` (chapters 1-7).
-
-    Takes Python and NumPy integers and 0-d integer tensors; rejects bools, floats and strings
-    with a message that shows what was passed and what to write. ``maximum`` bounds it from above;
-    ``why`` (a few words) is added to the message. With ``none_ok``, ``None`` passes through unchanged.
-    """
-    return integer(value, name, minimum=minimum, maximum=maximum, none_ok=none_ok, why=why)
-
-
 def integer(
     value: object, name: str, *, minimum: int | None = None, maximum: int | None = None, none_ok: bool = False,
     why: str = "",
 ) -> Any:
     """``value`` as an ``int`` after checking it is a whole number in ``minimum … maximum`` (either may be None).
 
-    The one integer check of the package (:func:`positive_int` is this with ``minimum=1``): Python and
-    NumPy integers and 0-d integer tensors pass; bools, floats and strings raise a ``ValueError`` that
-    says what was passed and, where it can, what to write instead.
+    The one integer check of the package (``minimum=1`` for a positive size): Python and NumPy integers
+    and 0-d integer tensors pass; bools, floats and strings raise a ``ValueError`` that says what was
+    passed and, where it can, what to write instead.
     """
     if value is None and none_ok:
         return None
@@ -42,7 +32,8 @@ def integer(
     if number is not None and (minimum is None or number >= minimum) and (maximum is None or number <= maximum):
         return number
     if maximum is not None:
-        what = f"an integer between {minimum} and {maximum}" if minimum is not None else f"an integer of at most {maximum}"
+        what = f"an integer between {minimum} and {maximum}" if minimum is not None \
+            else f"an integer of at most {maximum}"
     elif minimum is None:
         what = "an integer"
     else:
@@ -58,7 +49,7 @@ def whole_number(value: object) -> int | None:
     Python and NumPy integers and 0-d integer tensors are whole numbers; bools (``True`` is 1 to Python),
     floats and strings are not. For a caller that words its own message, such as an exercise's check.
     """
-    if isinstance(value, (bool, float)) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+    if isinstance(value, float) or _is_bool(value):
         return None
     try:
         return operator.index(value)
@@ -66,44 +57,83 @@ def whole_number(value: object) -> int | None:
         return None
 
 
-def _described(value: object, name: str) -> str:
-    """``value`` as an error message shows it: its repr, what kind of thing it is, and the fix if there is one."""
+def real_number(value: object) -> float | None:
+    """``value`` as a ``float`` if it is a finite real number, else ``None``: the test behind :func:`real`
+    (chapters 2-12).
+
+    Python and NumPy numbers and one-number tensors are real numbers; bools, strings, NaN and inf are not.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not _is_bool(value):
+        value = value.item()
+    if _is_bool(value) or isinstance(value, (str, torch.Tensor)) or not hasattr(value, "__float__"):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _is_bool(value: object) -> bool:
+    """True for a bool, a NumPy bool or a bool tensor: ``True`` is 1 to Python, but never a number here."""
+    return isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
+
+
+def _described(value: object, name: str, *, whole: bool = True) -> str:
+    """``value`` as an error message shows it: its repr, what kind of thing it is, and the fix if there is one.
+
+    ``whole``: the check wants a whole number, so a float such as 2.0 is shown with the int to pass instead.
+    """
     if isinstance(value, str):
         fix = f"; pass {name}={value.strip()}" if value.strip().isdigit() and name.isidentifier() else ""
         return f"{name}={value!r} (a string){fix}"
-    if _kind(value) == "a bool, not a number":
+    if _is_bool(value):
         return f"{value!r} (a bool, not a number)"
-    if isinstance(value, float) and value.is_integer() and name.isidentifier():
+    if whole and isinstance(value, float) and value.is_integer() and name.isidentifier():
         return f"{value!r} (a float); pass {name}={int(value)}"
     return repr(value)
 
 
 def _kind(value: object) -> str:
     """What kind of thing ``value`` is, for a message: "a bool, not a number", "a float", "a str", …"""
-    if isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool"):
+    if _is_bool(value):
         return "a bool, not a number"
     return f"a {type(value).__name__}"
 
 
-def positive_number(value: object, name: str, *, above: float = 0.0, why: str = "") -> float:
-    """``value`` as a ``float`` after checking it is a finite number ``> above`` (0 unless told), not a bool.
+def real(
+    value: object, name: str, *, above: float | None = None, at_least: float | None = None,
+    at_most: float | None = None, why: str = "",
+) -> float:
+    """``value`` as a ``float`` after checking it is a finite real number within the bounds given (chapters 2-12).
 
-    Takes Python and NumPy numbers and 0-d tensors; ``why`` (a few words) is added to the message.
+    The one real-number check of the package: ``above`` is a strict lower bound (``above=0`` for a positive
+    number), ``at_least`` and ``at_most`` are inclusive bounds; each may be None. Python and NumPy numbers and
+    one-number tensors pass; bools, strings, NaN and inf raise a ``ValueError`` that says what was passed.
+    ``why`` (a few words) is added to the message.
     """
-    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype != torch.bool:
-        value = value.item()
-    is_number = not isinstance(value, (bool, str, torch.Tensor)) and hasattr(value, "__float__")
-    if is_number and "bool" not in str(getattr(value, "dtype", "")) and math.isfinite(float(value)) \
-            and float(value) > above:
-        return float(value)
-    what = "a positive finite number" if above == 0 else f"a finite number larger than {above:g}"
-    raise ValueError(f"{name} must be {what}{f' ({why})' if why else ''}, got {_described(value, name)}.")
+    number = real_number(value)
+    if number is not None and (above is None or number > above) and (at_least is None or number >= at_least) \
+            and (at_most is None or number <= at_most):
+        return number
+    raise ValueError(f"{name} must be {_interval(above, at_least, at_most)}{f' ({why})' if why else ''}, "
+                     f"got {_described(value, name, whole=False)}.")
+
+
+def _interval(above: float | None, at_least: float | None, at_most: float | None) -> str:
+    """The bounds of :func:`real` in words: "a positive finite number", "a number in (0, 1]", …"""
+    if at_most is not None:
+        low = f"({above:g}" if above is not None else f"[{at_least:g}" if at_least is not None else "(-inf"
+        return f"a number in {low}, {at_most:g}]"
+    if above is not None:
+        return "a positive finite number" if above == 0 else f"a finite number larger than {above:g}"
+    return f"a number of at least {at_least:g}" if at_least is not None else "a finite number"
 
 
 def sizes_list(sizes: object, name: str = "sizes", minimum: int = 1, why: str = "") -> list[int]:
     """Sequence lengths to measure (chapters 7 and 9): a non-empty, increasing list of integers ``>= minimum``.
 
-    Python and NumPy integers pass, as in :func:`positive_int`; ``why`` (a few words) is added to the message
+    Python and NumPy integers pass, as in :func:`integer`; ``why`` (a few words) is added to the message
     for a number below ``minimum``. Returns them as a list of ``int``.
     """
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or isinstance(sizes, dict):
@@ -133,44 +163,17 @@ def lengths_list(lengths: object) -> list[int]:
         lengths = lengths.tolist()
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
         raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
-    return [positive_int(n, "every length", 0) for n in lengths]
+    return [integer(n, "every length", minimum=0) for n in lengths]
 
 
 def even_int(value: object, name: str) -> int:
     """``value`` as an ``int`` after checking it is a positive even number, such as RoPE's width (chapter 11)."""
-    number = positive_int(value, name)
+    number = integer(value, name, minimum=1)
     if number % 2:
         raise ValueError(
             f"{name} must be even, got {number}: RoPE turns the features in pairs, one pair per frequency. "
             f"Use an even {name} (e.g. {number + 1})."
         )
-    return number
-
-
-def scale_factor(value: object, name: str) -> float:
-    """``value`` as a float after checking it is a finite number ``>= 1``: how many times longer (chapter 11)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 1
-    if not ok:
-        raise ValueError(
-            f"{name} must be a number of at least 1 (the new length over the trained one, e.g. 4 for 4 times "
-            f"longer), got {value!r}."
-        )
-    return float(value)
-
-
-def decay_rate(value: object, name: str = "decay") -> float:
-    """``value`` as a float after checking it is a real number in (0, 1] (chapter 12's decay γ).
-
-    Rejects bools, strings, tensors of more than one number, and numbers outside (0, 1].
-    """
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool:
-        value = value.item()
-    if isinstance(value, (bool, str, torch.Tensor)) or not hasattr(value, "__float__"):
-        raise TypeError(f"{name} must be a number in (0, 1], got {value!r} ({type(value).__name__}); 1 means no decay.")
-    number = float(value)
-    if not 0 < number <= 1:
-        raise ValueError(f"{name} must lie in (0, 1], got {number!r}: each step multiplies the state by it, "
-                         f"so 1 keeps everything and 0.9 forgets a tenth a token.")
     return number
 
 
@@ -197,9 +200,8 @@ def probabilities(values: object, name: str) -> list:
         raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got {values!r}.")
     exact = []
     for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"{name}[{i}] must be a probability, a number of at least 0, got {v!r}.")
-        exact.append(Fraction(v))
+        number = real(v, f"{name}[{i}]", at_least=0, why="a probability")
+        exact.append(Fraction(v) if isinstance(v, numbers.Rational) else Fraction(number))
     if sum(exact) != 1:
         raise ValueError(f"{name} must sum to exactly 1, got {float(sum(exact))!r}: write the probabilities as "
                          f"fractions.Fraction (Fraction(1, 3), not 0.333).")

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._numbers import flag, positive_int, whole_number
+from ._numbers import flag, integer, whole_number
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
@@ -79,7 +79,8 @@ def _broadcastable(*shapes: tuple[int, ...]) -> bool:
 def softmax_dim(x: object, dim: object) -> int:
     """The checks of :func:`attn_helpers.softmax`: ``x`` a float tensor, ``dim`` an integer within its dimensions.
 
-    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range ``ValueError``.
+    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range
+    ``ValueError``.
     """
     if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
         as_float_tensor(x, "x")  # raises the explanatory TypeError, naming softmax(x)'s argument
@@ -130,7 +131,8 @@ def one_sequence_args(q: object, k: object, v: object, scale: object, owner: str
 
 
 def _attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``, v ``(..., t_k, d_v)``.
+    """The checks of :func:`attn_helpers.attention`: q ``(..., t_q, d_k)``, k ``(..., t_k, d_k)``,
+    v ``(..., t_k, d_v)``.
 
     Finite float tensors of one dtype, matching ``d_k`` and ``t_k``, leading dimensions that broadcast.
     """
@@ -207,8 +209,8 @@ def tiled_attention_args(
     ``t_k >= t_q``, positive block sizes, and a bool mask (True = may attend) that adds no dimensions.
     """
     scale = attention_args(q, k, v, None, scale)  # float tensors of one dtype, d_k and t_k that match
-    positive_int(block_q, "block_q")
-    positive_int(block_k, "block_k")
+    integer(block_q, "block_q", minimum=1)
+    integer(block_k, "block_k", minimum=1)
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         raise ValueError(f"the tiled passes take queries, keys and values with the same leading dimensions, got "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}. Expand them first, e.g. "
@@ -238,5 +240,5 @@ def mask_settings(scores: object, causal: object, length: object, window: object
         raise ValueError(f"scores must be one sequence's (t, t) matrix of query-key scores, got shape "
                          f"{tuple(scores.shape)}. For a batch or heads, pick one: scores[0] or scores[0, 0].")
     t = scores.shape[0]
-    length = positive_int(length, "length", maximum=t, why=f"the number of real tokens among the t = {t}")
-    return t, flag(causal, "causal"), length, positive_int(window, "window", none_ok=True)
+    length = integer(length, "length", minimum=1, maximum=t, why=f"the number of real tokens among the t = {t}")
+    return t, flag(causal, "causal"), length, integer(window, "window", minimum=1, none_ok=True)

@@ -1,4 +1,5 @@
-"""Chapter 8's trained claims: the two-layer induction model and its one-layer control, trained as the chapter trains them.
+"""Chapter 8's trained claims: the two-layer induction model and its one-layer control, trained as the chapter
+trains them.
 
 Each measure re-runs the chapter's training with another seed (``torch.manual_seed(seed)`` before building each model,
 ``train_induction(..., seed=seed)``) and computes what the chapter's assert compares. A seed's two trainings are cached,
@@ -19,7 +20,9 @@ VOCAB, SEQ, WIDTH, STEPS = 24, 20, 32, 250
 
 
 @cache
-def _trained(seed: int) -> tuple[circuits.AttentionOnly, circuits.InductionResult, circuits.AttentionOnly, circuits.InductionResult]:
+def _trained(
+    seed: int,
+) -> tuple[circuits.AttentionOnly, circuits.InductionResult, circuits.AttentionOnly, circuits.InductionResult]:
     torch.manual_seed(seed)
     two = circuits.AttentionOnly(vocab_size=VOCAB, seq_len=SEQ, d_model=WIDTH, n_layers=2)
     result_two = circuits.train_induction(two, steps=STEPS, seed=seed, log_every=5)
@@ -99,7 +102,8 @@ CLAIMS = [
     Claim(8, "layer 2's weight after the earlier copy > 0.75", lambda seed: _head_weights(seed)[1], low=0.75),
     Claim(8, "QK circuit: rows with the diagonal largest > 0.9", diagonal_share, low=0.9),
     Claim(8, "mean loss of steps 1-5 above ln 24", lambda seed: _formation(seed)["start_above_uniform"], low=0.0),
-    Claim(8, "loss falls > 0.3 before either weight reaches 0.25", lambda seed: _formation(seed)["fall_before"], low=0.3),
+    Claim(8, "loss falls > 0.3 before either weight reaches 0.25", lambda seed: _formation(seed)["fall_before"],
+          low=0.3),
     Claim(8, "one layer's fall over those steps > half the two layers'",
           lambda seed: _formation(seed)["one_layer_share"], low=0.5),
     Claim(8, "diagonal complete before either weight > 0.8 (steps ahead)",

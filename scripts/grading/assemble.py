@@ -29,10 +29,10 @@ from book_editions.exercise_cells import (
     GATE_RE,
     Exercise,
     exercise_meta,
+    find_exercises,
     is_solution,
     written_prediction,
 )
-from book_editions.exercise_cells import find_exercises as _find_exercises
 
 from .answers import save_cell_source
 from .sandbox import ROOT
@@ -44,17 +44,6 @@ HEADING_RE = re.compile(r"^#{1,6}[ \t]*Exercise[ \t]+(?P<number>\d+\.\d+)\b")
 SHOWN_LABEL_RE = re.compile(r"^[ \t]*\*Label: `(?P<label>ex-ch\d+-[\w-]+)`\*[ \t]*$", re.MULTILINE)
 CHECK_FUNCTION_RE = re.compile(r"\bcheck\.(\w+)\(")
 SAVE_TAG = "grader-save"
-
-
-def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
-    """exercise_cells.find_exercises, also for a notebook without any exercise.
-
-    (Its ``zip(..., strict=True)`` raises ValueError when a notebook has no exercise at all.)
-    """
-    try:
-        return _find_exercises(nb)
-    except ValueError:
-        return []
 
 
 @dataclass
@@ -70,7 +59,8 @@ class Book:
     path: Path
     chapter: str | None              # '01', from the labels
     exercises: list[BookExercise]
-    check_import: str                # the statement that binds `check`, e.g. from attn_helpers.checks import ch01 as check
+    check_import: str                # the statement that binds `check`,
+    #                                  e.g. from attn_helpers.checks import ch01 as check
     package_root: Path = ROOT        # the folder with the attn_helpers and data that each submission gets a copy of
 
     @property

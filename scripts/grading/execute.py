@@ -80,10 +80,12 @@ class _Watchdog(threading.Thread):
 
 
 def execute(nb: nbformat.NotebookNode, work: Path, cwd: Path, private: Path, timeout: float,
-            notebook_timeout: float, hide: list[Path] = (), after_cell: Callable[[int], None] | None = None) -> Stopped | None:
+            notebook_timeout: float, hide: list[Path] = (),
+            after_cell: Callable[[int], None] | None = None) -> Stopped | None:
     """Run ``nb`` in place (outputs are written into it); return why it stopped early, or None."""
     spec_dirs = write_kernelspec(work, cwd, private, hide)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dirs)]),
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME,
+                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dirs)]),
                             transport="ipc", ip=str(work / "ipc"), connection_file=str(work / "kernel.json"))
     dog = _Watchdog(notebook_timeout)
     ready = threading.Event()  # set when the kernel has answered: it started

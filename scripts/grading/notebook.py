@@ -39,7 +39,8 @@ def _stdout(cell) -> str:
 
 def _explain(err: str) -> str:
     if err.startswith("NotImplementedError"):
-        if "is not answered yet" in err:  # the student edition's stub, whose message says what to do (book_editions.cells.stub)
+        # the student edition's stub, whose message says what to do (book_editions.cells.stub)
+        if "is not answered yet" in err:
             err = "NotImplementedError"
         return f"{err} (not answered: the stub is still there)"
     return err
