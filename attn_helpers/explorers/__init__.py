@@ -8,10 +8,12 @@ each, and each has a plain Python function that computes what its chart shows, w
 compare with the chart.
 """
 
+from .contextual import contextual_explorer, contextual_view
 from .explorer import MIME_TYPE, Explorer, rounded
 from .temperature import temperature_explorer, temperature_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "contextual_explorer", "contextual_view",  # chapter 3
 ]

@@ -6,7 +6,8 @@ filed by what they check, and every one is reached as ``validate.<name>``:
 
 - ``_numbers``: single numbers and lists of them (:func:`positive_int`, :func:`integer`, :func:`sizes_list`, …);
 - ``_tensors``: tensors and attention's inputs (:func:`as_float_tensor`, :func:`attention_args`, …);
-- ``_modules``: the inputs of the attention modules, RoPE and token ids (:func:`head_inputs`, …).
+- ``_modules``: the inputs of the attention modules, RoPE and token ids (:func:`head_inputs`, …);
+- ``_words``: a sentence and a word in it (:func:`sentence_word`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ._tensors import (
     softmax_dim,
     tiled_attention_args,
 )
+from ._words import sentence_word
 
 __all__ = [
     "positive_int",
@@ -56,4 +58,5 @@ __all__ = [
     "token_ids",
     "flag",
     "probabilities",
+    "sentence_word",
 ]
