@@ -119,3 +119,13 @@ def labels_after(explorer, before: list[str]) -> list[str]:
         ".map(m => m.getAttribute('aria-label'))) !== JSON.stringify(before)".replace("MARKS", MARKS),
         arg=[explorer.element_handle(), before], timeout=TIMEOUT_MS)
     return labels(explorer)
+
+
+def choose(explorer, name: str, option: str) -> None:
+    """Pick ``option`` in the menu ``name``, as a reader's click does."""
+    control(explorer, name).select_option(option)
+
+
+def chosen(explorer, name: str) -> str:
+    """The option the menu ``name`` shows."""
+    return control(explorer, name).input_value()

@@ -129,7 +129,8 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     ).transform_calculate(value="format(datum.cos, '.2f') + (datum.new ? ' new' : '')")
     moved = _heading(summary, chosen, "['cosine with GloVe’s “' + datum.word + '”: '"
                      f" + format(datum.to_glove, '.4f'), 'its {k} nearest words (new ones in orange)']",
-                     "'cosine of the contextual ' + datum.word + ' with GloVe: ' + format(datum.to_glove, '.8f')")
+                     "'cosine between the contextual and GloVe vectors of ' + datum.word + ': '"
+                     " + format(datum.to_glove, '.8f')")
     near_panel = alt.layer(near_bars, near_values, moved).properties(width=PLOT_WIDTH, height=16 * k)
 
     chart = alt.vconcat(weights_panel, near_panel, spacing=52).add_params(pair).properties(padding=PADDING)
