@@ -84,6 +84,20 @@ def _heading(summary: list[dict], chosen: str, lines: str, label: str) -> alt.Ch
     )
 
 
+def _bars(rows: list[dict], chosen: str, y: str, sort: alt.EncodingSortField, x: str, title: str, dark: str,
+          colours: tuple[str, str], label: str, text: str) -> tuple[alt.Chart, alt.Chart]:
+    """Bars of ``x`` (from 0 to 1), one a word ``y``, for the chosen pair; in the first colour where ``dark`` is
+    true; each read out as ``label`` and followed by ``text`` (Vega expressions)."""
+    chart = alt.Chart(pd.DataFrame(rows)).transform_filter(chosen).transform_calculate(label=label, text=text)
+    word = alt.Y(f"{y}:N", sort=sort, title=None, axis=WORD_AXIS)
+    bars = chart.mark_bar().encode(
+        y=word, x=alt.X(f"{x}:Q", title=title, scale=alt.Scale(domain=[0, 1])),
+        color=alt.condition(f"datum.{dark}", alt.value(colours[0]), alt.value(colours[1])),
+        description=alt.Description("label:N"))
+    numbers = chart.mark_text(align="left", dx=3, fontSize=11, aria=False).encode(y=word, x=f"{x}:Q", text="text:N")
+    return bars, numbers
+
+
 def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str | None = None,
                         k: int = NEAREST) -> Explorer:
     """A menu of "sentence · word" pairs; the word's row of weights, its cosine with GloVe's vector and its nearest
@@ -103,35 +117,21 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     pair = alt.param(name="pair", value=start, bind=alt.binding_select(options=pairs, name="sentence · word "))
     chosen = f"datum.pair == {pair.name}"
 
-    row = alt.Chart(pd.DataFrame(weights)).transform_filter(chosen)
-    bars = row.mark_bar().encode(
-        y=alt.Y("key:N", sort=IN_ORDER, title=None, axis=WORD_AXIS),
-        x=alt.X("w:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
-        color=alt.condition("datum.self", alt.value("#0b3c5d"), alt.value("#6b9ac4")),
-        description=alt.Description("label:N"),
-    ).transform_calculate(label="'weight on ' + datum.key + ': ' + format(datum.w, '.8f')")
-    values = row.mark_text(align="left", dx=3, fontSize=11, aria=False).encode(
-        y=alt.Y("key:N", sort=IN_ORDER), x="w:Q", text=alt.Text("w:Q", format=".2f"))
+    row = _bars(weights, chosen, "key", IN_ORDER, "w", "weight", "self", ("#0b3c5d", "#6b9ac4"),
+                label="'weight on ' + datum.key + ': ' + format(datum.w, '.8f')", text="format(datum.w, '.2f')")
     heading = _heading(summary, chosen, "['“' + datum.sentence + '”', 'row of “' + datum.word + '” (dark):"
                        " its weight on each word']", "'sentence: ' + datum.sentence")
-    weights_panel = alt.layer(bars, values, heading).properties(width=PLOT_WIDTH, height=180)
+    weights_panel = alt.layer(*row, heading).properties(width=PLOT_WIDTH, height=180)
 
-    near = alt.Chart(pd.DataFrame(nearest)).transform_filter(chosen)
-    near_bars = near.mark_bar().encode(
-        y=alt.Y("word:N", sort=BY_RANK, title=None, axis=WORD_AXIS),
-        x=alt.X("cos:Q", title="cosine with the contextual vector", scale=alt.Scale(domain=[0, 1])),
-        color=alt.condition("datum.new", alt.value("#d95f02"), alt.value("#9db7cf")),
-        description=alt.Description("label:N"),
-    ).transform_calculate(label="'nearest word ' + datum.word + ': cosine ' + format(datum.cos, '.8f')"
-                                " + (datum.new ? ', new' : '')")
-    near_values = near.mark_text(align="left", dx=3, fontSize=11, aria=False).encode(
-        y=alt.Y("word:N", sort=BY_RANK), x="cos:Q", text="value:N",
-    ).transform_calculate(value="format(datum.cos, '.2f') + (datum.new ? ' new' : '')")
+    near = _bars(nearest, chosen, "word", BY_RANK, "cos", "cosine with the contextual vector", "new",
+                 ("#d95f02", "#9db7cf"), text="format(datum.cos, '.2f') + (datum.new ? ' new' : '')",
+                 label="'nearest word ' + datum.word + ': cosine ' + format(datum.cos, '.8f')"
+                       " + (datum.new ? ', new' : '')")
     moved = _heading(summary, chosen, "['cosine with GloVe’s “' + datum.word + '”: '"
                      f" + format(datum.to_glove, '.4f'), 'its {k} nearest words (new ones in orange)']",
                      "'cosine between the contextual and GloVe vectors of ' + datum.word + ': '"
                      " + format(datum.to_glove, '.8f')")
-    near_panel = alt.layer(near_bars, near_values, moved).properties(width=PLOT_WIDTH, height=16 * k)
+    near_panel = alt.layer(*near, moved).properties(width=PLOT_WIDTH, height=16 * k)
 
     chart = alt.vconcat(weights_panel, near_panel, spacing=52).add_params(pair).properties(padding=PADDING)
     description = (f"A menu of {len(pairs)} words of the chapter's {len(sentences)} sentences; for the word chosen, "
