@@ -28,21 +28,20 @@ PADDING = {"left": 5, "top": 5, "right": 30, "bottom": 10}
 IN_ORDER, BY_RANK = alt.EncodingSortField("j", op="min"), alt.EncodingSortField("rank", op="min")
 
 
-def contextual_view(sentence: str, word: str, glove: GloVe, k: int = NEAREST) -> dict:
+def contextual_view(sentence: str, word: str, glove: GloVe) -> dict:
     """What :func:`contextual_explorer` shows for the first ``word`` of ``sentence`` (chapter 3).
 
     ``weights``: its row of ``softmax(X Xᵀ / √d)`` (t floats); ``to_glove``: the cosine of its contextual vector,
-    row i of ``softmax(X Xᵀ / √d) X`` ``(d,)``, with its GloVe vector; ``nearest``: that vector's ``k`` nearest
-    GloVe words as ``(word, cosine)``; ``new``: those that are neither ``word`` nor among its own ``k`` nearest.
+    row i of ``softmax(X Xᵀ / √d) X`` ``(d,)``, with its GloVe vector; ``nearest``: that vector's ``NEAREST``
+    nearest GloVe words as ``(word, cosine)``; ``new``: those that are neither ``word`` nor among its own nearest.
     Computed in float64, so that the explorer's data are the same on every CPU.
     """
     result = attend_sentence(sentence, glove)
     i = validate.sentence_word(result, word)
-    k = validate.positive_int(k, "k", why="how many nearest words to list")
     X = glove.embed(result.tokens).double()  # (t, d)
     Y, W = attention(X, X, X)  # (t, d), (t, t)
-    nearest = glove.nearest(Y[i], k=k)  # [(word, cosine)] × k
-    own = {w for w, _ in glove.nearest(word, k=k)} | {word}
+    nearest = glove.nearest(Y[i], k=NEAREST)  # [(word, cosine)] × NEAREST
+    own = {w for w, _ in glove.nearest(word, k=NEAREST)} | {word}
     return {
         "tokens": result.tokens,
         "position": i,
@@ -58,13 +57,13 @@ def _keys(tokens: list[str]) -> list[str]:
     return [f"{w} ({j})" if tokens.count(w) > 1 else w for j, w in enumerate(tokens)]
 
 
-def _data(sentences: Mapping[str, str], glove: GloVe, k: int) -> tuple[list[dict], list[dict], list[dict]]:
+def _data(sentences: Mapping[str, str], glove: GloVe) -> tuple[list[dict], list[dict], list[dict]]:
     """The explorer's rows for every "name · word" pair: its weights, its nearest words and its sentence."""
     weights, nearest, summary = [], [], []
     for name, sentence in sentences.items():
         tokens = attend_sentence(sentence, glove).tokens
         for word in dict.fromkeys(tokens):  # each word once, at its first position
-            view = contextual_view(sentence, word, glove, k)
+            view = contextual_view(sentence, word, glove)
             pair = f"{name} · {word}"
             weights += [{"pair": pair, "j": j, "key": key, "w": rounded(w), "self": j == view["position"]}
                         for j, (key, w) in enumerate(zip(_keys(tokens), view["weights"], strict=True))]
@@ -98,8 +97,7 @@ def _bars(rows: list[dict], chosen: str, y: str, sort: alt.EncodingSortField, x:
     return bars, numbers
 
 
-def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str | None = None,
-                        k: int = NEAREST) -> Explorer:
+def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str | None = None) -> Explorer:
     """A menu of "sentence · word" pairs; the word's row of weights, its cosine with GloVe's vector and its nearest
     words (chapter 3).
 
@@ -109,7 +107,7 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     """
     if not isinstance(sentences, Mapping) or not sentences:
         raise ValueError("sentences must map a short name to each sentence, e.g. {'Odyssey': ODYSSEY_SENTENCE}.")
-    weights, nearest, summary = _data(sentences, glove, k)
+    weights, nearest, summary = _data(sentences, glove)
     pairs = [row["pair"] for row in summary]
     start = pairs[0] if start is None else start
     if start not in pairs:
@@ -128,13 +126,13 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
                  label="'nearest word ' + datum.word + ': cosine ' + format(datum.cos, '.8f')"
                        " + (datum.new ? ', new' : '')")
     moved = _heading(summary, chosen, "['cosine with GloVe’s “' + datum.word + '”: '"
-                     f" + format(datum.to_glove, '.4f'), 'its {k} nearest words (new ones in orange)']",
+                     f" + format(datum.to_glove, '.4f'), 'its {NEAREST} nearest words (new ones in orange)']",
                      "'cosine between the contextual and GloVe vectors of ' + datum.word + ': '"
                      " + format(datum.to_glove, '.8f')")
-    near_panel = alt.layer(*near, moved).properties(width=PLOT_WIDTH, height=16 * k)
+    near_panel = alt.layer(*near, moved).properties(width=PLOT_WIDTH, height=16 * NEAREST)
 
     chart = alt.vconcat(weights_panel, near_panel, spacing=52).add_params(pair).properties(padding=PADDING)
     description = (f"A menu of {len(pairs)} words of the chapter's {len(sentences)} sentences; for the word chosen, "
                    "bars of its self-attention weights on each word of its sentence, the cosine of its contextual "
-                   f"vector with its GloVe vector, and that vector's {k} nearest GloVe words.")
+                   f"vector with its GloVe vector, and that vector's {NEAREST} nearest GloVe words.")
     return Explorer(chart, description)
