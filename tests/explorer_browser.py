@@ -136,3 +136,13 @@ def spec_of(explorer) -> dict:
 def signed(label: str) -> str:
     """``label`` with Vega's minus sign (U+2212, which d3-format writes before a negative number) as ``-``."""
     return label.replace("\u2212", "-")
+
+
+def choose(explorer, name: str, option: str) -> None:
+    """Pick ``option`` in the menu ``name``, as a reader's click does."""
+    control(explorer, name).select_option(option)
+
+
+def chosen(explorer, name: str) -> str:
+    """The option the menu ``name`` shows."""
+    return control(explorer, name).input_value()

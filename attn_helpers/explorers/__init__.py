@@ -8,6 +8,7 @@ each, and each has a plain Python function that computes what its chart shows, w
 compare with the chart.
 """
 
+from ._contextual import contextual_explorer, contextual_view
 from ._explorer import MIME_TYPE, Explorer, rounded
 from ._masks import mask_explorer, mask_view
 from ._temperature import temperature_explorer, temperature_view
@@ -16,6 +17,7 @@ from ._tiles import tile_walk_explorer, tile_walk_view
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "contextual_explorer", "contextual_view",  # chapter 3
     "mask_explorer", "mask_view",  # chapter 7
     "tile_walk_explorer", "tile_walk_view",  # chapter 10
 ]

@@ -6,7 +6,8 @@ filed by what they check, and every one is reached as ``validate.<name>``:
 
 - ``_numbers``: single numbers and lists of them (:func:`integer`, :func:`real`, :func:`flag`, :func:`sizes_list`, …);
 - ``_tensors``: tensors and attention's inputs (:func:`as_float_tensor`, :func:`attention_args`, …);
-- ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`, …).
+- ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`, …);
+- ``_words``: a sentence and a word in it (:func:`sentence_word`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ._tensors import (
     softmax_dim,
     tiled_attention_args,
 )
+from ._words import sentence_word
 
 __all__ = [
     "integer",
@@ -55,4 +57,5 @@ __all__ = [
     "flag",
     "probabilities",
     "mask_settings",
+    "sentence_word",
 ]
