@@ -11,7 +11,7 @@ filed by what they check, and every one is reached as ``validate.<name>``:
 
 from __future__ import annotations
 
-from ._modules import head_inputs, multi_head_inputs, rope_inputs, token_ids
+from ._modules import head_inputs, multi_head_inputs, rope_inputs, rope_vectors, token_ids
 from ._numbers import (
     decay_rate,
     even_int,
@@ -53,6 +53,7 @@ __all__ = [
     "even_int",
     "scale_factor",
     "rope_inputs",
+    "rope_vectors",
     "token_ids",
     "flag",
     "probabilities",
