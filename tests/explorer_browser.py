@@ -119,3 +119,29 @@ def labels_after(explorer, before: list[str]) -> list[str]:
         ".map(m => m.getAttribute('aria-label'))) !== JSON.stringify(before)".replace("MARKS", MARKS),
         arg=[explorer.element_handle(), before], timeout=TIMEOUT_MS)
     return labels(explorer)
+
+
+def signed_numbers(label: str) -> list[float]:
+    """:func:`numbers`, reading Vega's minus sign (U+2212, which ``format`` writes before a negative number) as '-'."""
+    return numbers(label.replace("\u2212", "-"))
+
+
+def spec_of(explorer) -> dict:
+    """The Vega-Lite specification the page gave the explorer: the data the browser computes from."""
+    import json
+
+    return json.loads(explorer.locator("script[type='application/json']").text_content())
+
+
+def pressed(explorer, name: str, key: str, times: int = 1) -> list[str]:
+    """:func:`press`, then the marks' labels once the chart has redrawn."""
+    before = labels(explorer)
+    press(explorer, name, key, times)
+    return labels_after(explorer, before)
+
+
+def slid(explorer, name: str, value: float) -> list[str]:
+    """:func:`slide_to`, then the marks' labels once the chart has redrawn."""
+    before = labels(explorer)
+    slide_to(explorer, name, value)
+    return labels_after(explorer, before)

@@ -9,11 +9,11 @@ compare with the chart.
 """
 
 from .explorer import MIME_TYPE, Explorer, rounded
-from .rope import rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
+from .rope import STRETCH_METHODS, rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
 from .temperature import temperature_explorer, temperature_view
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
-    "rope_offset_explorer", "rope_offset_view", "stretch_explorer", "stretch_view",  # chapter 11
+    "rope_offset_explorer", "rope_offset_view", "stretch_explorer", "stretch_view", "STRETCH_METHODS",  # chapter 11
 ]

@@ -105,7 +105,7 @@ def stretch_view(d: int, s: float, trained_len: int, base: float = 10000.0, alph
                  beta: float = 32.0) -> dict:
     """What :func:`stretch_explorer` shows at scale s (chapter 11): each method's frequencies, ``(d/2,)`` each.
 
-    ``frequencies`` maps each of :data:`STRETCH_METHODS` to its d/2 stretched frequencies and ``factors`` to
+    ``frequencies`` maps each of ``STRETCH_METHODS`` to its d/2 stretched frequencies and ``factors`` to
     those over RoPE's own; ``yarn_factor`` is YaRN's factor on q and k.
     """
     theta = frequencies(d, base)  # (d/2,)
