@@ -64,8 +64,9 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
         k_odd="datum.ke * sin(datum.ak) + datum.ko * cos(datum.ak)",
         part="datum.q_even * datum.k_even + datum.q_odd * datum.k_odd",
     )
-    norms = {"q": qd.view(-1, 2).norm(dim=-1), "k": kd.view(-1, 2).norm(dim=-1)}  # (d/2,) each: turning keeps them
-    reach = rounded(max(norms["q"].max(), norms["k"].max()))  # no rotated feature is larger
+    q_norms = [math.hypot(e, o) for e, o in zip(data.qe, data.qo, strict=True)]  # (d/2,): turning keeps them
+    k_norms = [math.hypot(e, o) for e, o in zip(data.ke, data.ko, strict=True)]  # in Python: the same on every CPU
+    reach = rounded(max(q_norms + k_norms))  # no rotated feature is larger
     folded = rotated.transform_fold(["q_even", "q_odd", "k_even", "k_odd"], as_=["which", "value"])
     features = folded.transform_calculate(
         vector="datum.which[0] == 'q' ? 'query at p + r' : 'key at p'",
@@ -78,7 +79,7 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
         color=alt.Color("vector:N", sort="descending", title=None, legend=alt.Legend(orient="top")),
         description=alt.Description("label:N"),
     ).properties(width=280, height=140)
-    share = rounded((norms["q"] * norms["k"]).max())  # no pair's share of the score is larger
+    share = rounded(max(a * b for a, b in zip(q_norms, k_norms, strict=True)))  # nor any pair's share of the score
     parts = rotated.transform_calculate(
         label="'pair ' + datum.i + ': share of the score ' + format(datum.part, '.8f')",
     ).mark_bar(color="#4c78a8").encode(
