@@ -44,8 +44,8 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
     ``q`` and ``k`` have shape ``(d,)``; the browser rotates them as :func:`rope_offset_view` does.
     """
     view = rope_offset_view(q, k, p, r)  # checks the input
-    validate.integer(p, "p", maximum=P_MAX, why="the slider's range is 0 … 64")
-    validate.integer(r, "r", minimum=0, maximum=R_MAX, why="the slider's range is 0 … 32")
+    validate.integer(p, "p", maximum=P_MAX, why=f"the slider's range is 0 … {P_MAX}")
+    validate.integer(r, "r", minimum=0, maximum=R_MAX, why=f"the slider's range is 0 … {R_MAX}")
     d = q.shape[0]
     qd, kd = q.double(), k.double()
     data = pd.DataFrame({
