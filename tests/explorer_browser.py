@@ -146,3 +146,17 @@ def choose(explorer, name: str, option: str) -> None:
 def chosen(explorer, name: str) -> str:
     """The option the menu ``name`` shows."""
     return control(explorer, name).input_value()
+
+
+def pressed(explorer, name: str, key: str, times: int = 1) -> list[str]:
+    """:func:`press`, then the marks' labels once the chart has redrawn."""
+    before = labels(explorer)
+    press(explorer, name, key, times)
+    return labels_after(explorer, before)
+
+
+def slid(explorer, name: str, value: float) -> list[str]:
+    """:func:`slide_to`, then the marks' labels once the chart has redrawn."""
+    before = labels(explorer)
+    slide_to(explorer, name, value)
+    return labels_after(explorer, before)

@@ -11,6 +11,7 @@ compare with the chart.
 from ._contextual import contextual_explorer, contextual_view
 from ._explorer import MIME_TYPE, Explorer, rounded
 from ._masks import mask_explorer, mask_view
+from ._rope import STRETCH_METHODS, rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
 from ._tiles import tile_walk_explorer, tile_walk_view
 
@@ -20,4 +21,5 @@ __all__ = [
     "contextual_explorer", "contextual_view",  # chapter 3
     "mask_explorer", "mask_view",  # chapter 7
     "tile_walk_explorer", "tile_walk_view",  # chapter 10
+    "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11
 ]
