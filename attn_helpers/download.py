@@ -13,8 +13,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .glove import GloVeDataError
-from .glove._files import _sha256_of
+from .glove import GloVeDataError, sha256_of
 
 __all__ = ["GLOVE_6B_URL", "GLOVE_6B_SIZE", "download_glove"]
 
@@ -29,7 +28,7 @@ def _default_cache() -> Path:
 
 def _check_archive(path: Path, sha256: str | None) -> str:
     """Verify ``path`` and return its SHA-256: against ``sha256`` if given, always the zip's own CRC-32s."""
-    digest = _sha256_of(path)
+    digest = sha256_of(path)
     if sha256 is not None and digest != sha256.lower():
         raise GloVeDataError(
             f"{path} has SHA-256 {digest}, expected {sha256}: the download is corrupt or not the "

@@ -20,12 +20,12 @@ from typing import Any
 import torch
 
 from . import validate
-from .merge import finite_or_zero as _finite  # -inf -> 0 (chapter 9); chapter 10's listings call it _finite
+from .merge import finite_or_zero  # -inf -> 0 (chapter 9)
 from .traffic import Traffic
 
 __all__ = [
-    "Tile", "tiles", "tile_counts", "flash_forward", "flash_backward", "FlashAttention", "flash_attention",
-    "plot_tiles",
+    "Tile", "tiles", "tile_counts", "tile_scores", "flash_forward", "flash_backward", "FlashAttention",
+    "flash_attention", "plot_tiles",
 ]
 
 
@@ -73,9 +73,10 @@ def tile_counts(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = F
     return {"computed": len(done), "masked": masked, "skipped": every - len(done), "all": every}
 
 
-def _scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
-            mask: torch.Tensor | None) -> torch.Tensor:
-    """One tile of scores ``q_i k_jᵀ · scale``, -inf where the causal triangle or ``mask`` blocks a key."""
+def tile_scores(q_i: torch.Tensor, k_j: torch.Tensor, scale: float, tile: Tile, shift: int,
+                mask: torch.Tensor | None) -> torch.Tensor:
+    """One tile of scores ``q_i k_jᵀ · scale`` ``(..., B_r, B_c)``, -inf where the causal triangle (a key after
+    query + ``shift``) or ``mask`` blocks a key (chapter 10)."""
     s = (q_i @ k_j.transpose(-2, -1)) * scale  # (..., B_r, B_c)
     if tile.masked:  # the diagonal crosses this tile: key j is allowed for query i when j <= i + shift
         i = torch.arange(tile.rows.start, tile.rows.stop)[:, None]
@@ -113,11 +114,11 @@ def flash_forward(
         for tile in _row_of_tiles(rows, t_q, t_k, block_k, causal):  # its blocks of keys, in order
             k_j, v_j = k[..., tile.cols, :], v[..., tile.cols, :]  # (..., B_c, d_k), (..., B_c, d_v)
             traffic.read(k_j, v_j, *_mask_tile(mask, tile))
-            s = _scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
+            s = tile_scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
             traffic.hold(q_i, k_j, v_j, s, acc, m_i, l_i)  # what fast memory holds at this step
             m_new = torch.maximum(m_i, s.amax(dim=-1, keepdim=True))  # (..., B_r, 1)
-            p = torch.exp(s - _finite(m_new))  # (..., B_r, B_c), 0 where blocked
-            alpha = torch.exp(m_i - _finite(m_new))  # rescales what was summed against the old maximum
+            p = torch.exp(s - finite_or_zero(m_new))  # (..., B_r, B_c), 0 where blocked
+            alpha = torch.exp(m_i - finite_or_zero(m_new))  # rescales what was summed against the old maximum
             l_i, acc, m_i = alpha * l_i + p.sum(dim=-1, keepdim=True), alpha * acc + p @ v_j, m_new
         o_i = acc / torch.where(l_i == 0, torch.ones_like(l_i), l_i)  # (..., B_r, d_v); 0 for a query with no key
         L_i = m_i + torch.log(l_i)  # (..., B_r, 1): log-sum-exp of the scores, -inf for a query with no key
@@ -168,7 +169,8 @@ def flash_backward(
         r, c = tile.rows.start, tile.cols.start
         q_i, k_j, v_j = q[..., tile.rows, :], k[..., tile.cols, :], v[..., tile.cols, :]
         do_i, L_i, D_i = do[..., tile.rows, :], L[..., tile.rows, :], D[..., tile.rows, :]
-        p = torch.exp(_scores(q_i, k_j, scale, tile, shift, mask) - _finite(L_i))  # (..., B_r, B_c): P, recomputed
+        s = tile_scores(q_i, k_j, scale, tile, shift, mask)  # (..., B_r, B_c)
+        p = torch.exp(s - finite_or_zero(L_i))  # (..., B_r, B_c): P, recomputed
         dv[c] = dv[c] + p.transpose(-2, -1) @ do_i  # (..., B_c, d_v)
         dp = do_i @ v_j.transpose(-2, -1)  # (..., B_r, B_c)
         ds = p * (dp - D_i)  # (..., B_r, B_c)

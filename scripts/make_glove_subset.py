@@ -28,7 +28,7 @@ from attn_helpers.glove._files import (  # noqa: E402
     SUBSET_VOCAB,
     _find_source,
     _read_glove_text,
-    _sha256_of,
+    sha256_of,
 )
 
 PROVENANCE = """# GloVe data shipped with the book
@@ -93,7 +93,7 @@ def main() -> None:
 
     np.save(args.out / SUBSET_VECTORS, np.ascontiguousarray(vectors[rows]))
     (args.out / SUBSET_VOCAB).write_text("".join(words[i] + "\n" for i in rows), encoding="utf-8")
-    sums = "".join(f"{_sha256_of(args.out / n)}  {n}\n" for n in (SUBSET_VECTORS, SUBSET_VOCAB))
+    sums = "".join(f"{sha256_of(args.out / n)}  {n}\n" for n in (SUBSET_VECTORS, SUBSET_VOCAB))
     (args.out / CHECKSUMS).write_text(sums)
     (args.out / "PROVENANCE.md").write_text(PROVENANCE.format(
         source=source, top=args.top, extra=extra, total=len(rows), vectors=SUBSET_VECTORS,

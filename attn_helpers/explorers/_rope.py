@@ -129,8 +129,7 @@ def stretch_explorer(d: int, trained_len: int, s: float = 4.0, base: float = 100
     The browser computes them from the formulas at the slider's s, as :func:`stretch_view` does in Python.
     """
     view = stretch_view(d, s, trained_len, base, alpha, beta)  # checks the input
-    if not S_MIN <= s <= S_MAX:
-        raise ValueError(f"s must lie between {S_MIN:g} and {S_MAX:g}, the slider's range, got {s!r}.")
+    validate.real(s, "s", at_least=S_MIN, at_most=S_MAX, why=f"the slider's range is {S_MIN:g} … {S_MAX:g}")
     theta = frequencies(d, base)  # (d/2,)
     data = pd.DataFrame({"i": list(range(d // 2)), "theta": [rounded(x) for x in theta.tolist()],
                          "turns": [rounded(x) for x in (trained_len * theta / (2 * math.pi)).tolist()]})

@@ -10,8 +10,9 @@ import torch
 
 from .. import validate
 from ..attention import attention
-from ..flash import Tile, _finite, _scores, tiles
+from ..flash import Tile, tile_scores, tiles
 from ..masks import causal_mask
+from ..merge import finite_or_zero
 from ._explorer import Explorer, rounded
 
 __all__ = ["tile_walk_view", "tile_walk_explorer"]
@@ -38,9 +39,9 @@ def _walk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block
     states = [(None, m, ell, acc)]
     for tile in tiles(q.shape[-2], k.shape[-2], block_q, block_k, causal):
         r = tile.rows
-        s = _scores(q[r], k[tile.cols], scale, tile, shift, None)  # (B_r, B_c)
+        s = tile_scores(q[r], k[tile.cols], scale, tile, shift, None)  # (B_r, B_c)
         m_r = torch.maximum(m[r], s.amax(dim=-1, keepdim=True))  # (B_r, 1)
-        p, alpha = torch.exp(s - _finite(m_r)), torch.exp(m[r] - _finite(m_r))  # (B_r, B_c), (B_r, 1)
+        p, alpha = torch.exp(s - finite_or_zero(m_r)), torch.exp(m[r] - finite_or_zero(m_r))  # (B_r, B_c), (B_r, 1)
         ell_r, acc_r = alpha * ell[r] + p.sum(dim=-1, keepdim=True), alpha * acc[r] + p @ v[tile.cols]
         m, ell, acc = (x.slice_scatter(x_r, 0, r.start, r.stop) for x, x_r in ((m, m_r), (ell, ell_r), (acc, acc_r)))
         states.append((tile, m, ell, acc))

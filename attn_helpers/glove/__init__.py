@@ -32,6 +32,7 @@ from ._files import (
     _load_text_cached,
     _not_shipped,
     data_dir,
+    sha256_of,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "OutOfVocabularyError",
     "GloVeDataError",
     "data_dir",
+    "sha256_of",
     "GloVe",
     "tokenize",
     "cosine_similarity",
