@@ -1,7 +1,8 @@
 """Write the learners' editions of the chapters: the notebooks a learner opens in JupyterLab or on Colab.
 
     python scripts/make_editions.py chapters/*.ipynb --out editions            (make editions: the committed
-                                                                                 copies the Colab and Binder buttons open)
+                                                                                 copies the Colab and Binder
+                                                                                 buttons open)
     python scripts/make_editions.py chapters/*.ipynb --out my-notebooks --keep  (make lab: the learner's own copies)
 
 The chapters stay the one source (MyST, for the website and CI). An edition is its chapter, with what it

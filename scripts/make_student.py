@@ -7,8 +7,8 @@ In a student edition:
 
 - each code cell tagged ``solution`` holds nbgrader's stub (``# YOUR CODE HERE``, ``raise NotImplementedError(...)``,
   whose message names the exercise and says what to do, so that Run All stops there with a sentence rather than
-  a bare error) and no output; the ``{solution-start}`` and ``{solution-end}`` cells, and whatever lies between them that is
-  not code, are gone (so no empty dropdowns and no written solutions);
+  a bare error) and no output; the ``{solution-start}`` and ``{solution-end}`` cells, and whatever lies between
+  them that is not code, are gone (so no empty dropdowns and no written solutions);
 - each exercise is a heading ("### Exercise 1.2 (medium): Self-attention as a function") whose cell metadata
   ``exercise`` keeps its label; a "predict, then run" exercise is followed by a markdown cell, tagged
   ``exercise-prediction``, for the written prediction: it starts with a line that says so (an empty markdown

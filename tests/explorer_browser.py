@@ -28,7 +28,8 @@ PHONE = {"width": 390, "height": 844}
 #: Waits until every explorer on the page is drawn (or failed, which the test then reports).
 ALL_DRAWN_JS = "() => [...document.querySelectorAll('.book-explorer')].every(b => b.dataset.ready || b.dataset.error)"
 #: The marks a reader's screen reader announces one by one (the axes, which Vega labels too, left out).
-MARKS = "svg [role='graphics-symbol'][aria-label]:not([aria-roledescription='axis']):not([aria-roledescription='legend'])"
+MARKS = ("svg [role='graphics-symbol'][aria-label]"
+         ":not([aria-roledescription='axis']):not([aria-roledescription='legend'])")
 NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
 
 

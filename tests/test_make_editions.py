@@ -1,6 +1,6 @@
 """The learners' editions (scripts/make_editions.py) and the learner's folder that make lab fills
-(scripts/book_editions/learner_copies.py, scripts/lab.py). Nothing here executes a chapter: the editions are made from the
-committed outputs, which nbval checks; tests/test_lab_browser.py opens one in a real JupyterLab."""
+(scripts/book_editions/learner_copies.py, scripts/lab.py). Nothing here executes a chapter: the editions are made from
+the committed outputs, which nbval checks; tests/test_lab_browser.py opens one in a real JupyterLab."""
 
 import json
 import re
@@ -77,7 +77,8 @@ def test_code_and_checks_are_the_chapters_and_solutions_are_folded(chapter, edit
     for ex, ref in zip(exercises, book_exercises, strict=True):
         assert nb.cells[ex.check_cell].source == book.cells[ref.check_cell].source
         number = ex.text.splitlines()[0].split()[2]   # "### Exercise 1.2 (medium): ..."
-        start = next(i for i in range(ex.cell, ex.check_cell) if nb.cells[i].source == f"#### Solution to Exercise {number}")
+        heading_text = f"#### Solution to Exercise {number}"
+        start = next(i for i in range(ex.cell, ex.check_cell) if nb.cells[i].source == heading_text)
         heading = nb.cells[start]
         assert heading.metadata["jp-MarkdownHeadingCollapsed"] is True and heading.metadata["id"] == heading.id
         assert heading.id in folded
@@ -125,7 +126,8 @@ def test_committed_editions_are_what_the_chapters_make(editions):
 
 
 def test_the_committed_editions_are_not_collected_twice():
-    """pytest looks in tests/ (pyproject's testpaths), make's nbval runs name chapters/; ruff and the build skip them."""
+    """pytest looks in tests/ (pyproject's testpaths), make's nbval runs name chapters/; ruff and the build skip
+    them."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'testpaths = ["tests"]' in pyproject and '"editions"' in pyproject
     assert '"editions"' in (ROOT / "_config.yml").read_text()
@@ -169,7 +171,8 @@ def test_a_learners_copy_is_kept_and_the_new_edition_goes_beside_it(tmp_path):
     assert "x = 1  # my note" in (folder / "01_a.ipynb").read_text()           # the learner's, untouched
     assert "x = 2" in (folder / ASIDE / "01_a.ipynb").read_text()            # the new edition, beside it
     said = report(second, folder)
-    assert f"kept your {folder / '01_a.ipynb'} (you edited it); the new edition is {folder / ASIDE / '01_a.ipynb'}" in said
+    assert (f"kept your {folder / '01_a.ipynb'} (you edited it); "
+            f"the new edition is {folder / ASIDE / '01_a.ipynb'}") in said
 
     edit(folder / ASIDE / "01_a.ipynb", "x = 2  # tried the new one")   # edited the new edition too
     third = place({"01_a.ipynb": notebook("x = 3")}, folder)
@@ -266,8 +269,9 @@ def test_launch_buttons_of_a_chapter_open_its_edition(tmp_path):
     page = "chapters/01_weighted_average"
     urls = {"Colab": f"https://colab.research.google.com/github/o/r/blob/main/{page}.ipynb",
             "Binder": f"https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/{page}.ipynb"}
-    context = {"header_buttons": [{"label": "download-buttons", "buttons": [{"text": ".ipynb", "url": f"{page}.ipynb"}]},
-                                  {"label": "launch-buttons", "buttons": [{"text": k, "url": v} for k, v in urls.items()]}]}
+    download = {"label": "download-buttons", "buttons": [{"text": ".ipynb", "url": f"{page}.ipynb"}]}
+    launch = {"label": "launch-buttons", "buttons": [{"text": k, "url": v} for k, v in urls.items()]}
+    context = {"header_buttons": [download, launch]}
     app = type("App", (), {"srcdir": str(ROOT)})()
     point_to_editions(app, page, "page.html", context, None)
     launch = {b["text"]: b["url"] for b in context["header_buttons"][1]["buttons"]}

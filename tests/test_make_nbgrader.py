@@ -47,7 +47,8 @@ def test_every_cell_has_its_nbgrader_role(chapter):
         label = re.sub(r"-(solution(-\d+)?|check|prediction|words|text)$", "", meta["grade_id"])
         if meta["grade_id"].endswith(("-solution",)) or re.search(r"-solution-\d+$", meta["grade_id"]):
             assert (meta["solution"], meta["grade"], meta["locked"]) == (True, False, False)
-            assert cell.cell_type == "code" and cell.source.startswith(BEGIN + "\n") and cell.source.endswith("\n" + END)
+            assert cell.cell_type == "code"
+            assert cell.source.startswith(BEGIN + "\n") and cell.source.endswith("\n" + END)
             assert cell.outputs == []
             seen["solution"] += 1
         elif meta["grade_id"].endswith("-check"):
@@ -56,7 +57,8 @@ def test_every_cell_has_its_nbgrader_role(chapter):
             seen["check"].add(label)
         elif meta["grade_id"].endswith(("-prediction", "-words")):  # graded by hand: a prediction, words (say why)
             kind = meta["grade_id"].rsplit("-", 1)[1]
-            assert cell.cell_type == "markdown" and (meta["solution"], meta["grade"], meta["locked"]) == (True, True, False)
+            assert cell.cell_type == "markdown"
+            assert (meta["solution"], meta["grade"], meta["locked"]) == (True, True, False)
             assert meta["points"] == POINTS[exercises[label].level]
             assert exercises[label].predict if kind == "prediction" else exercises[label].words
             assert cell.source.startswith(BEGIN + "\n") and cell.source.endswith("\n" + END)
@@ -87,7 +89,8 @@ def test_written_solutions_stay_inside_the_solution_regions():
 
 def test_written_solutions_become_comments_wrapped_by_paragraph():
     # the source's line breaks do not count: no short orphan line where the Markdown happened to break
-    assert as_comments("The single head looks back,\nhalfway between.") == "# The single head looks back, halfway between.\n"
+    joined = "# The single head looks back, halfway between.\n"
+    assert as_comments("The single head looks back,\nhalfway between.") == joined
     long = " ".join(["word"] * 60)
     lines = as_comments(f"{long}\n\n- first item\n  continues\n- {long}\n1. numbered").splitlines()
     assert all(len(line) <= 100 for line in lines) and lines.count("#") == 1
@@ -112,10 +115,12 @@ def test_command_line_writes_a_course_and_rejects_what_is_not_a_chapter(tmp_path
 
 # --- real nbgrader ------------------------------------------------------------------------------------------
 
-PREDICT_SOLUTION = "q_doubled = torch.tensor([2.0, 2.0])\nw_doubled = torch.softmax(torch.stack([q_doubled @ k1, q_doubled @ k2]), dim=0)"
+PREDICT_SOLUTION = ("q_doubled = torch.tensor([2.0, 2.0])\n"
+                    "w_doubled = torch.softmax(torch.stack([q_doubled @ k1, q_doubled @ k2]), dim=0)")
 FUNCTION_SOLUTION = "def self_attention(X):\n    W = torch.softmax(X @ X.T, dim=-1)  # (t, t)\n    return W @ X, W"
 BATCH_SOLUTION = ("Xs = check.sequence_first_batch()\nXb = Xs.transpose(0, 1)  # (2, 4, 3)\n"
-                  "Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)\nYs = torch.bmm(Wb, Xb).transpose(0, 1)")
+                  "Wb = torch.softmax(torch.bmm(Xb, Xb.transpose(1, 2)), dim=-1)\n"
+                  "Ys = torch.bmm(Wb, Xb).transpose(0, 1)")
 PROSE = "The scores double, so the softmax becomes more decisive."
 
 
@@ -220,8 +225,9 @@ def test_real_nbgrader_releases_no_solution_and_scores_submissions(tmp_path):
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        scores = {student: {g.name: g.auto_score for g in gb.find_submission_notebook(source.stem, "ch01", student).grades}
+        grades = {student: gb.find_submission_notebook(source.stem, "ch01", student).grades
                   for student in ("correct", "edited")}
+        scores = {student: {g.name: g.auto_score for g in found} for student, found in grades.items()}
     assert scores["correct"] == {"ex-ch01-predict-check": 1, "ex-ch01-function-check": 2, "ex-ch01-batch-check": 3,
                                  "ex-ch01-predict-prediction": None}  # the written prediction waits for a person
     assert scores["edited"] == dict.fromkeys(scores["correct"], 0)  # an untouched answer cell scores 0 too

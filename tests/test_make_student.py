@@ -31,8 +31,8 @@ from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 # The parts of a chapter's markdown that resolving leaves alone: everything between roles and MyST-only lines.
-MYST_PIECES = re.compile(r"\{[a-z][a-z0-9_:-]*\}`[^`]*`|^.*(?:`{3,}|:{3,})\{.*$|^\s*:[a-z-]+:.*$|^\$\$.*$|^\(.*\)=$|^`{3,}$",
-                         re.MULTILINE)
+MYST_PIECES = re.compile(r"\{[a-z][a-z0-9_:-]*\}`[^`]*`|^.*(?:`{3,}|:{3,})\{.*$|^\s*:[a-z-]+:.*$"
+                         r"|^\$\$.*$|^\(.*\)=$|^`{3,}$", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -175,8 +175,9 @@ def synthetic_book(root: Path) -> Path:
         new_code_cell("from types import SimpleNamespace\n\nfrom myst_nb import glue\n\nx = 2\n"
                       "glue('tiny_x', x, display=False)\n"
                       "check = SimpleNamespace(y=lambda y: print('✓ y: correct') if y == 3 else 1 / 0)",
-                      execution_count=1, outputs=[new_output("display_data", data={
-                          "application/papermill.record/text/plain": "2"}, metadata={"scrapbook": {"name": "tiny_x"}})]),
+                      execution_count=1, outputs=[new_output(
+                          "display_data", data={"application/papermill.record/text/plain": "2"},
+                          metadata={"scrapbook": {"name": "tiny_x"}})]),
         new_markdown_cell("Here x is {glue:text}`tiny_x`."),
         new_markdown_cell("```{exercise} Predict, then run: add one (easy)\n:label: ex-ch01-tiny\n\n"
                           "Predict `y = x + 1`, then compute it.\n```"),
@@ -260,6 +261,7 @@ def test_an_exercise_that_asks_for_words_has_a_place_for_them_and_the_grader_rea
             assert WORDS_TAG in cell.metadata.tags and cell.source.strip() == WORDS_PROMPT
             assert found[ex.label].prediction_cell == found[ex.label].cell + 1  # right under the exercise's text
     label = asking[0].label
-    cell = student.cells[find_exercises(student)[[e.label for e in find_exercises(student)].index(label)].prediction_cell]
+    student_exercises = find_exercises(student)
+    cell = student.cells[student_exercises[[e.label for e in student_exercises].index(label)].prediction_cell]
     cell.source += "They agree because each row of P sums to one."
     assert assemble(student, book, tmp_path).predictions[label] == "They agree because each row of P sums to one."

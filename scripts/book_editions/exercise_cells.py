@@ -27,7 +27,9 @@ SOLUTION_TAG = "solution"
 CHECK_TAG = "exercise-check"  # student editions tag their check cells, so a moved answer cell cannot pass for one
 PREDICTION_TAG = "exercise-prediction"  # the markdown cell of a student edition where the prediction is written
 # The first line of that cell, so that it is visibly a place to write (an empty markdown cell renders as a thin gap).
-PREDICTION_PROMPT = "**Your prediction** (double-click this cell and write it below this line, before you run anything):"
+PREDICTION_PROMPT = (
+    "**Your prediction** (double-click this cell and write it below this line, before you run anything):"
+)
 # An exercise that asks for words ("say why", "explain", "in one sentence", a question "Why …?") gets a cell for them
 # too, tagged WORDS_TAG, and in nbgrader's course a manually graded cell; an author can mark one that the words
 # below miss with the line WORDS_MARKER in its {exercise} cell (a MyST comment: the website does not show it).
@@ -35,8 +37,11 @@ WORDS_TAG = "exercise-words"
 WORDS_PROMPT = "**Your answer in words** (double-click this cell and write it below this line):"
 WORDS_MARKER = "% answer-in-words"
 WORDS_MARKER_RE = re.compile(r"^[ \t]*% ?answer-in-words[ \t]*$\n?", re.MULTILINE)
-WORDS_RE = re.compile(r"\b(?:say|explain|tell)\b[^.?!]*\bwhy\b|\bexplain\b|\bwhy\b[^.?!]*\?|\bin (?:one|a|two) sentences?\b"
-                      r"|\bin (?:your own )?words\b", re.IGNORECASE)
+WORDS_RE = re.compile(
+    r"\b(?:say|explain|tell)\b[^.?!]*\bwhy\b|\bexplain\b|\bwhy\b[^.?!]*\?"
+    r"|\bin (?:one|a|two) sentences?\b|\bin (?:your own )?words\b",
+    re.IGNORECASE,
+)
 _CODE_OR_MATH = re.compile(r"^(```+|:::+)[^\n]*$|`[^`\n]+`|\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL | re.MULTILINE)
 EXERCISE_META = "exercise"  # cell metadata of a student edition's exercise heading: {"label", "title", "number"}
 EXERCISE_RE = re.compile(r"^(```+|:::+)\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
@@ -135,8 +140,9 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         # The check cell comes after the solution: after the last solution-tagged cell and gate cell.
         after = max([ex.cell, *ex.solution_cells, *(g[2] for g in ex.gates)])
         tagged = [i for i in span if CHECK_TAG in nb.cells[i].get("metadata", {}).get("tags", [])]
+        written = {PREDICTION_TAG, WORDS_TAG}
         ex.prediction_cell = next((i for i in span if nb.cells[i].cell_type == "markdown"
-                                   and {PREDICTION_TAG, WORDS_TAG} & set(nb.cells[i].get("metadata", {}).get("tags", []))),
+                                   and written & set(nb.cells[i].get("metadata", {}).get("tags", []))),
                                   None)
         ex.check_cell = tagged[0] if tagged else next(
             (i for i in range(after + 1, end) if nb.cells[i].cell_type == "code"

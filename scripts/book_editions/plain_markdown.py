@@ -314,7 +314,8 @@ def book_targets(root: str) -> dict[str, Target]:
 def exercise_heading(number: str, title: str) -> str:
     """'### Exercise 1.2 (medium): Self-attention as a function' from the directive's title."""
     levels = LEVEL_RE.findall(title)
-    bare = re.sub(r"\s*(?:\((easy|medium|hard)\)|[—–-]\s*(easy|medium|hard))\s*$", "", title, flags=re.IGNORECASE).strip()
+    level_suffix = r"\s*(?:\((easy|medium|hard)\)|[—–-]\s*(easy|medium|hard))\s*$"
+    bare = re.sub(level_suffix, "", title, flags=re.IGNORECASE).strip()
     level = f" ({levels[-1].lower()})" if levels else ""
     return f"### Exercise {number}{level}: {bare}" if bare else f"### Exercise {number}{level}"
 
