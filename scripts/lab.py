@@ -41,7 +41,8 @@ def lab_env(env: dict[str, str] | None = None) -> dict[str, str]:
 def lab_command(folder: Path, *options: str) -> list[str]:
     """The command that starts the learners' JupyterLab in ``folder`` (with ``--allow-root`` as root)."""
     root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(folder).resolve()}", *root, *options]
+    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(folder).resolve()}", *root,
+            f"--LabApp.app_settings_dir={LAB_CONFIG / 'settings'}", *options]
 
 
 def chapters(root: Path = ROOT) -> list[Path]:

@@ -183,8 +183,9 @@ EXPLORER_CHAPTER = ROOT / "chapters" / "02_scaling.ipynb"
 @pytest.mark.parametrize("interface", ["lab", "notebooks"])
 def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface):
     """Chapter 2's temperature explorer, from the edition's saved output, in JupyterLab and in Jupyter Notebook 7
-    (a plain notebook interface, as Colab is): no kernel runs, the keyboard moves the slider (Home, End, Page Up),
-    and the weights shown equal ``temperature_view``'s to 1e-6 at each temperature."""
+    (a plain notebook interface, as Colab is): no kernel runs, the keyboard moves the slider (arrow keys, Home,
+    End) while the arrow keys still move between cells, and the weights shown equal ``temperature_view``'s to 1e-6
+    at each temperature."""
     from explorer_browser import labels, labels_after, numbers, press, value_of
 
     def weights_shown(explorer) -> list[float]:
@@ -211,17 +212,25 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             page.click(".lm-Menu-itemLabel:text-is('Shut Down Kernel')")
             page.wait_for_selector("text=No Kernel", timeout=TIMEOUT_MS)  # the notebook's toolbar says so
             shown = {value_of(explorer, "temperature T"): weights_shown(explorer)}
-            # JupyterLab keeps the arrow keys for moving between cells (in command mode, even on a focused slider);
-            # Home, End and Page Up/Down move the slider, as a keyboard user learns from the README.
-            for key in ("End", "Home", "PageUp"):
+            # The arrow keys move the focused slider (the learners' lab keeps them from JupyterLab's moving between
+            # cells there, scripts/learners_lab/settings), as do Home and End.
+            for key, times in (("ArrowRight", 10), ("End", 1), ("Home", 1)):
                 before = labels(explorer)
-                press(explorer, "temperature T", key)
+                press(explorer, "temperature T", key, times)
                 labels_after(explorer, before)
                 shown[value_of(explorer, "temperature T")] = weights_shown(explorer)
+            # ...and between cells, the arrow keys still move from one cell to the next
+            page.locator(".jp-Cell").nth(3).click(position={"x": 5, "y": 5})
+            page.keyboard.press("Escape")
+            active = ("() => [...document.querySelectorAll('.jp-Cell')]"
+                      ".findIndex(c => c.classList.contains('jp-mod-active'))")
+            before_move = page.evaluate(active)
+            page.keyboard.press("ArrowDown")
+            page.wait_for_function(f"() => ({active})() === {before_move + 1}", timeout=TIMEOUT_MS)
             kernels = len(api(base, token, "kernels"))
         finally:
             browser.close()
-    assert len(shown) == 4 and min(shown) == pytest.approx(0.1) and max(shown) == pytest.approx(10.0)
+    assert sorted(shown) == pytest.approx([0.1, 1.0, 1.5, 10.0])
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
     assert kernels == 0, "a kernel was running while the explorer moved"
