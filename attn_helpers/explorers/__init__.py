@@ -1,4 +1,4 @@
-"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 7, 10 and 11).
+"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 5, 7, 10 and 11).
 
 Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
 (sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
@@ -9,6 +9,7 @@ compare with the chart.
 """
 
 from ._explorer import MIME_TYPE, Explorer, rounded
+from ._heads import heads_explorer, heads_view
 from ._masks import mask_explorer, mask_view
 from ._temperature import temperature_explorer, temperature_view
 from ._tiles import tile_walk_explorer, tile_walk_view
@@ -16,6 +17,7 @@ from ._tiles import tile_walk_explorer, tile_walk_view
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
+    "heads_explorer", "heads_view",  # chapter 5
     "mask_explorer", "mask_view",  # chapter 7
     "tile_walk_explorer", "tile_walk_view",  # chapter 10
 ]

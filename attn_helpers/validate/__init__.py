@@ -29,6 +29,7 @@ from ._tensors import (
     as_float_tensor,
     attention_args,
     broadcast_shape,
+    heads_settings,
     mask_settings,
     one_sequence_args,
     softmax_dim,
@@ -58,4 +59,5 @@ __all__ = [
     "flag",
     "probabilities",
     "mask_settings",
+    "heads_settings",
 ]
