@@ -136,3 +136,8 @@ def spec_of(explorer) -> dict:
 def signed(label: str) -> str:
     """``label`` with Vega's minus sign (U+2212, which d3-format writes before a negative number) as ``-``."""
     return label.replace("\u2212", "-")
+
+
+def selected(explorer, name: str) -> str:
+    """The text of the option the menu ``name`` shows."""
+    return control(explorer, name).evaluate("el => el.options[el.selectedIndex].text")
