@@ -16,9 +16,10 @@ import torch
 from explorer_browser import (
     control,
     labels,
-    labels_after,
+    move,
     open_explorers,
     press,
+    right_edge,
     selected,
     slide_to,
     spec_of,
@@ -73,13 +74,6 @@ def assert_matches_python(explorer, panel: str, sequence: int) -> None:
                        f"{expected['previous']:.8f}, on the token two back {expected['two_back']:.8f}"), summary
 
 
-def move(explorer, action, *args) -> None:
-    """``action(explorer, *args)``, then wait until the chart has redrawn."""
-    before = labels(explorer)
-    action(explorer, *args)
-    labels_after(explorer, before)
-
-
 def test_the_explorer_holds_the_chapters_weights(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
     spec = spec_of(explorer)
@@ -123,6 +117,5 @@ def test_the_two_heads_specialise_in_every_sequence_the_explorer_holds():
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    right = explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
-                              ".map(e => e.getBoundingClientRect().right))")
+    right = right_edge(explorer)
     assert right <= 390, f"the explorer reaches {right} px on a 390-px screen"

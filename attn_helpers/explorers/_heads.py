@@ -27,7 +27,7 @@ CELL = 30  # px a side
 
 
 def _panels(w_one: torch.Tensor, w_two: torch.Tensor) -> torch.Tensor:
-    """The four panels of each sequence, as :data:`PANELS` names them, in float64: ``(b, 4, t, t)`` (chapter 5).
+    """The four panels of each sequence, as ``PANELS`` names them, in float64: ``(b, 4, t, t)`` (chapter 5).
 
     ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)`` are the one-head and two-head models' weights.
     """
@@ -39,7 +39,8 @@ def heads_view(w_one: torch.Tensor, w_two: torch.Tensor, panel: str, sequence: i
                decimals: int | None = DECIMALS) -> dict:
     """What :func:`heads_explorer` shows for one panel and one sequence (chapter 5).
 
-    ``w_one`` ``(b, 1, t, t)``, ``w_two`` ``(b, 2, t, t)``; ``panel`` one of :data:`PANELS`. Returns ``weights``
+    ``w_one`` ``(b, 1, t, t)``, ``w_two`` ``(b, 2, t, t)``; ``panel`` one of ``"1 head"``, ``"2 heads: head 0"``,
+    ``"2 heads: head 1"`` and ``"2 heads: average"`` (the chapter's figure's panels). Returns ``weights``
     ``(t, t)`` as lists, and ``previous`` and ``two_back``: the mean weight that queries 2 … t-1 give the key one
     and two places before them, as the chapter's ``weight_at`` measures it. Rounded to ``decimals`` (None: not).
     """
@@ -97,8 +98,8 @@ def heads_explorer(w_one: torch.Tensor, w_two: torch.Tensor, labels: Sequence[Se
     """A heatmap of the weights of one head on one of b held-out sequences, under two controls (chapter 5).
 
     ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``: the one-head and two-head models' weights on the
-    same b ≤ 8 sequences of t ≤ 8 tokens; ``labels`` names each sequence's t tokens. A menu picks one of
-    :data:`PANELS`, a slider the sequence; every setting's numbers are :func:`heads_view`'s, computed here.
+    same b ≤ 8 sequences of t ≤ 8 tokens; ``labels`` names each sequence's t tokens. A menu picks the panel
+    (as in :func:`heads_view`), a slider the sequence; every setting's numbers are :func:`heads_view`'s, computed here.
     """
     heads_view(w_one, w_two, panel, sequence)  # checks the weights and the settings
     b, _, t, _ = w_one.shape
