@@ -161,3 +161,21 @@ def slid(explorer, name: str, value: float) -> list[str]:
     before = labels(explorer)
     slide_to(explorer, name, value)
     return labels_after(explorer, before)
+
+
+def selected(explorer, name: str) -> str:
+    """The text of the option the menu ``name`` shows."""
+    return control(explorer, name).evaluate("el => el.options[el.selectedIndex].text")
+
+
+def move(explorer, action, *args) -> None:
+    """``action(explorer, *args)``, then wait until the chart has redrawn."""
+    before = labels(explorer)
+    action(explorer, *args)
+    labels_after(explorer, before)
+
+
+def right_edge(explorer) -> float:
+    """How far right, in px, the explorer's drawing and controls reach."""
+    return explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
+                             ".map(e => e.getBoundingClientRect().right))")

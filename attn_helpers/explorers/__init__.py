@@ -1,4 +1,4 @@
-"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 7, 10 and 11).
+"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 5, 7, 10 and 11).
 
 Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
 (sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
@@ -10,6 +10,7 @@ compare with the chart.
 
 from ._contextual import contextual_explorer, contextual_view
 from ._explorer import MIME_TYPE, Explorer, rounded
+from ._heads import heads_explorer, heads_view
 from ._masks import mask_explorer, mask_view
 from ._rope import STRETCH_METHODS, rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
@@ -19,6 +20,7 @@ __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
     "temperature_explorer", "temperature_view",  # chapter 2
     "contextual_explorer", "contextual_view",  # chapter 3
+    "heads_explorer", "heads_view",  # chapter 5
     "mask_explorer", "mask_view",  # chapter 7
     "tile_walk_explorer", "tile_walk_view",  # chapter 10
     "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11

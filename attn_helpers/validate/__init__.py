@@ -28,6 +28,7 @@ from ._tensors import (
     as_float_tensor,
     attention_args,
     broadcast_shape,
+    heads_settings,
     mask_settings,
     one_sequence_args,
     softmax_dim,
@@ -59,4 +60,5 @@ __all__ = [
     "probabilities",
     "mask_settings",
     "sentence_word",
+    "heads_settings",
 ]
