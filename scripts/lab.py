@@ -12,8 +12,10 @@ The learners' JupyterLab is the book's environment with three things switched of
 ``scripts/learners_lab/`` (put first on ``JUPYTER_CONFIG_PATH``): nbgrader's lab and server extensions (its
 Validate button and its menus belong to instructors, who keep them in their own ``jupyter lab``), and
 jupyterlab-myst, which the editions do not need (they are plain Markdown; their display equations are
-``equation*``, which it does not number a second time, see book_editions/plain_markdown.py). As root (a Docker
-container), JupyterLab needs ``--allow-root``.
+``equation*``, which it does not number a second time, see book_editions/plain_markdown.py). Its default
+settings (``scripts/learners_lab/settings/overrides.json``) leave the arrow keys to a focused slider or menu of an
+explorer, which JupyterLab would otherwise take for moving between cells. As root (a Docker container),
+JupyterLab needs ``--allow-root``.
 """
 
 from __future__ import annotations
