@@ -49,7 +49,7 @@ def temperature_explorer(scores: torch.Tensor, labels: Sequence[str], temperatur
         .transform_calculate(h="datum.w > 0 ? -datum.w * log(datum.w) : 0")
     )
     bars = softmax.mark_bar().encode(
-        x=alt.X("key:N", sort=None, title="key"),
+        x=alt.X("key:N", sort=None, title="key", axis=alt.Axis(labelAngle=0)),  # level: read on a phone
         y=alt.Y("w:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
         description=alt.Description("label:N"),
     ).transform_calculate(label="datum.key + ': weight ' + format(datum.w, '.8f')")
