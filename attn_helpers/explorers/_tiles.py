@@ -21,6 +21,8 @@ __all__ = ["tile_walk_view", "tile_walk_explorer"]
 STATUS = {"current": "#e45756", "done": "#4c78a8", "to come": "#c6dbef", "skipped": "#eeeeee"}
 #: The tile grid's side in pixels; with its legend beside it and the panels below, the explorer fits a phone.
 GRID = 160
+#: The short panels' value axes: a few ticks, so that a reader can read a value off them (Vega would draw one).
+TICKS = alt.Axis(tickCount=4)
 
 
 def _walk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
@@ -175,7 +177,7 @@ def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, t
     state = alt.Chart(rows).transform_filter(f"datum.step == {tile.name}")
     m = state.transform_calculate(label="'m of query ' + datum.query + ': ' + format(datum.m, '.8f')").mark_point(
         filled=True, size=50, color="black").encode(
-        x=x, y=alt.Y("m:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"]))),
+        x=x, y=alt.Y("m:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
         description=alt.Description("label:N"))
     ell = state.transform_calculate(label="'ℓ of query ' + datum.query + ': ' + format(datum.l, '.8f')").mark_bar(
         color=STATUS["done"]).encode(
@@ -185,7 +187,8 @@ def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, t
     dims = {"x": x, "xOffset": "dim:N", "color": alt.Color("dim:N", title=None, legend=alt.Legend(orient="bottom"))}
     ticks = alt.Chart(exact).transform_calculate(
         label="'exact ' + datum.dim + ' of query ' + datum.query + ': ' + format(datum.exact, '.8f')").mark_tick(
-        thickness=2).encode(y=alt.Y("exact:Q", title="output", scale=values), description=alt.Description("label:N"),
+        thickness=2).encode(y=alt.Y("exact:Q", title="output", scale=values, axis=TICKS),
+                        description=alt.Description("label:N"),
                             **dims)
     moving = alt.Chart(outs).transform_filter(f"datum.step == {tile.name}")
     gaps = moving.mark_rule(aria=False).encode(y=alt.Y("o:Q", scale=values), y2="exact:Q", **dims)
