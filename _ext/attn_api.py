@@ -217,10 +217,15 @@ def number_exercise_labels(app: Sphinx, what: str, name: str, obj: object, optio
 
 
 def drop_type_docstring(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
-    """A constant without a ``#:`` comment has no docstring, but autodoc would show its type's (``str``, ``dict``)."""
-    inherited = getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", 0)
-    if what == "data" and name.startswith(PACKAGE) and inherited:
-        lines.clear()
+    """A constant without a ``#:`` comment has no docstring, but autodoc would show its type's (``str``, ``dict``).
+
+    A constant with one keeps it: every instance of ``str`` or ``tuple`` has its type's ``__doc__``, so that test
+    cannot tell the two apart; the module's ``#:`` comments can.
+    """
+    if what == "data" and name.startswith(PACKAGE):
+        module, _, constant = name.rpartition(".")
+        if not docstring(module, constant):
+            lines.clear()
 
 
 def resolve_reexport(app: Sphinx, env, node, contnode):

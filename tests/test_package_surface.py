@@ -157,3 +157,19 @@ def test_api_page_fails_on_a_chapter_the_book_does_not_have():
     del titles[12]
     with pytest.raises(ValueError, match=r"chapters the book does not have, \[12\].*latent\.LatentAttention"):
         attn_api.chapter_section(titles)
+
+
+def test_api_page_shows_a_constants_comment_and_not_its_types_docstring():
+    """A constant's ``#:`` comment stays on the API page; a bare constant's str or tuple docstring goes."""
+    import attn_api
+
+    comment = ["The sentence where \"ship\" is a verb (chapter 3)."]
+    lines = list(comment)
+    attn_api.drop_type_docstring(None, "data", "attn_helpers.explore.ORDER_SENTENCE", ah.explore.ORDER_SENTENCE,
+                                 None, lines)
+    assert lines == comment
+    lines = str.__doc__.splitlines()
+    attn_api.drop_type_docstring(None, "data", "attn_helpers.masks.MASK_CONVENTIONS", ah.masks.MASK_CONVENTIONS,
+                                 None, lines)
+    assert lines == []
+    assert "MIME_TYPE" not in attn_api.bare_constants("attn_helpers.explorers")  # its comment is in __init__
