@@ -218,6 +218,6 @@ def tile_walk_explorer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_
     ).resolve_scale(color="independent").add_params(tile)
     description = (f"The {n} tiles flash_forward computes for {t_q} queries and {t_k} keys in tiles of {block_q} × "
                    f"{block_k}{', causal' if causal else ''}, one at a time under a slider, with each query's running "
-                   "maximum m, running sum ℓ and output beside the exact attention, which they reach at the last "
-                   "tile.")
+                   "maximum m, running sum ℓ and output beside the exact attention, which a query's output reaches "
+                   "at the last tile of its row.")
     return Explorer(chart, description)
