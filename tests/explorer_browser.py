@@ -149,33 +149,22 @@ def chosen(explorer, name: str) -> str:
     return control(explorer, name).input_value()
 
 
-def pressed(explorer, name: str, key: str, times: int = 1) -> list[str]:
-    """:func:`press`, then the marks' labels once the chart has redrawn."""
-    before = labels(explorer)
-    press(explorer, name, key, times)
-    return labels_after(explorer, before)
-
-
-def slid(explorer, name: str, value: float) -> list[str]:
-    """:func:`slide_to`, then the marks' labels once the chart has redrawn."""
-    before = labels(explorer)
-    slide_to(explorer, name, value)
-    return labels_after(explorer, before)
-
 
 def selected(explorer, name: str) -> str:
     """The text of the option the menu ``name`` shows."""
     return control(explorer, name).evaluate("el => el.options[el.selectedIndex].text")
 
 
-def move(explorer, action, *args) -> None:
-    """``action(explorer, *args)``, then wait until the chart has redrawn."""
+def move(explorer, action, *args) -> list[str]:
+    """``action(explorer, *args)`` (:func:`press`, :func:`slide_to`, :func:`choose`), then the marks' labels once
+    the chart has redrawn."""
     before = labels(explorer)
     action(explorer, *args)
-    labels_after(explorer, before)
+    return labels_after(explorer, before)
 
 
-def right_edge(explorer) -> float:
-    """How far right, in px, the explorer's drawing and controls reach."""
-    return explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
-                             ".map(e => e.getBoundingClientRect().right))")
+def assert_fits_a_phone(explorer) -> None:
+    """The explorer's drawing and controls end within a 390-px screen (``site_tab``'s width)."""
+    right = explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
+                              ".map(e => e.getBoundingClientRect().right))")
+    assert right <= PHONE["width"], f"the explorer reaches {right} px on a {PHONE['width']}-px screen"

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from explorer_browser import labels, labels_after, numbers, open_explorers, press, slide_to, value_of
+from explorer_browser import (
+    assert_fits_a_phone,
+    labels,
+    labels_after,
+    numbers,
+    open_explorers,
+    press,
+    slide_to,
+    value_of,
+)
 
 import attn_helpers as ah
 
@@ -47,5 +56,4 @@ def test_the_temperature_explorer_computes_what_python_does(site_tab):
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    width = explorer.evaluate("el => el.getBoundingClientRect().right")
-    assert width <= 390, f"the explorer reaches {width} px on a 390-px screen"
+    assert_fits_a_phone(explorer)

@@ -5,7 +5,7 @@ a click), the row of weights, the cosine with GloVe and the nearest words it sho
 from __future__ import annotations
 
 import pytest
-from explorer_browser import choose, chosen, labels, labels_after, numbers, open_explorers, press
+from explorer_browser import assert_fits_a_phone, choose, chosen, labels, labels_after, numbers, open_explorers, press
 
 import attn_helpers as ah
 from attn_helpers.explorers._contextual import _keys
@@ -68,5 +68,4 @@ def test_the_contextual_explorer_shows_what_python_computes(site_tab, glove):
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    width = explorer.evaluate("el => el.getBoundingClientRect().right")
-    assert width <= 390, f"the explorer reaches {width} px on a 390-px screen"
+    assert_fits_a_phone(explorer)

@@ -14,12 +14,12 @@ import re
 
 import torch
 from explorer_browser import (
+    assert_fits_a_phone,
     control,
     labels,
     move,
     open_explorers,
     press,
-    right_edge,
     selected,
     slide_to,
     spec_of,
@@ -117,5 +117,4 @@ def test_the_two_heads_specialise_in_every_sequence_the_explorer_holds():
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    right = right_edge(explorer)
-    assert right <= 390, f"the explorer reaches {right} px on a 390-px screen"
+    assert_fits_a_phone(explorer)

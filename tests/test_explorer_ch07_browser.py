@@ -9,10 +9,11 @@ import re
 import pytest
 import torch
 from explorer_browser import (
+    assert_fits_a_phone,
     control,
     is_checked,
     labels,
-    labels_after,
+    move,
     open_explorers,
     press,
     slide_to,
@@ -64,13 +65,6 @@ def assert_matches_python(explorer, causal: bool, length: int, window: int | Non
     assert summary.endswith(rows.get(empties, f"{empties} queries have no key left: weights all 0")), summary
 
 
-def move(explorer, action, *args) -> None:
-    """``action(explorer, *args)``, then wait until the chart has redrawn."""
-    before = labels(explorer)
-    action(explorer, *args)
-    labels_after(explorer, before)
-
-
 def test_the_explorer_holds_the_chapters_scores(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
     (rows,) = spec_of(explorer)["datasets"].values()
@@ -105,6 +99,4 @@ def test_the_mask_explorer_computes_what_python_does(site_tab):
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    right = explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
-                              ".map(e => e.getBoundingClientRect().right))")
-    assert right <= 390, f"the explorer reaches {right} px on a 390-px screen"
+    assert_fits_a_phone(explorer)

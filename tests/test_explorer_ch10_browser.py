@@ -8,7 +8,18 @@ import re
 
 import pytest
 import torch
-from explorer_browser import control, labels, labels_after, numbers, open_explorers, press, signed, slide_to, value_of
+from explorer_browser import (
+    assert_fits_a_phone,
+    control,
+    labels,
+    labels_after,
+    numbers,
+    open_explorers,
+    press,
+    signed,
+    slide_to,
+    value_of,
+)
 
 import attn_helpers as ah
 
@@ -82,5 +93,4 @@ def test_the_tile_walk_explorer_shows_what_python_computes(site_tab):
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
-    width = explorer.evaluate("el => el.getBoundingClientRect().right")
-    assert width <= 390, f"the explorer reaches {width} px on a 390-px screen"
+    assert_fits_a_phone(explorer)

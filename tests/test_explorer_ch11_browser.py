@@ -8,7 +8,17 @@ import re
 
 import pytest
 import torch
-from explorer_browser import labels, numbers, open_explorers, pressed, slid, spec_of, value_of
+from explorer_browser import (
+    assert_fits_a_phone,
+    labels,
+    move,
+    numbers,
+    open_explorers,
+    press,
+    slide_to,
+    spec_of,
+    value_of,
+)
 
 import attn_helpers as ah
 
@@ -62,19 +72,19 @@ def test_the_score_stays_as_p_moves_and_changes_with_r(site_tab):
     q, k = query_and_key(rope)
     assert (value_of(rope, "position p"), value_of(rope, "offset r")) == (0, 1)
     at_start = assert_rotation_matches_python(rope, q, k, 0, 1)
-    pressed(rope, "position p", "ArrowRight", times=5)  # five steps of 1
+    move(rope, press, "position p", "ArrowRight", 5)  # five steps of 1
     assert value_of(rope, "position p") == 5
     moved = assert_rotation_matches_python(rope, q, k, 5, 1)
     assert moved["q"] != pytest.approx(at_start["q"], abs=1e-3)  # the features turned,
     assert moved["score"] == pytest.approx(at_start["score"], abs=1e-6)  # the score did not
     for p in (17, 64):
-        slid(rope, "position p", p)
+        move(rope, slide_to, "position p", p)
         assert assert_rotation_matches_python(rope, q, k, p, 1)["score"] == pytest.approx(at_start["score"], abs=1e-6)
     scores = []
     for r, (p_before, p_after) in zip((0, 7, 32), [(64, 3), (3, 40), (40, 0)], strict=True):
-        slid(rope, "offset r", r)
+        move(rope, slide_to, "offset r", r)
         scores.append(assert_rotation_matches_python(rope, q, k, p_before, r)["score"])
-        slid(rope, "position p", p_after)
+        move(rope, slide_to, "position p", p_after)
         assert assert_rotation_matches_python(rope, q, k, p_after, r)["score"] == pytest.approx(scores[-1], abs=1e-6)
     neighbours = zip(scores, scores[1:] + [at_start["score"]], strict=True)  # r = 0 and 7, 7 and 32, 32 and 1
     assert min(abs(a - b) for a, b in neighbours) > 1e-3  # another offset, another score
@@ -112,15 +122,14 @@ def test_the_stretched_frequencies_move_with_s_as_python_computes_them(site_tab)
     _, stretch = explorers(site_tab)
     assert value_of(stretch, "scale s") == 4
     assert_stretch_matches_python(stretch, 4.0)
-    pressed(stretch, "scale s", "ArrowLeft", times=6)  # six steps of 0.25
+    move(stretch, press, "scale s", "ArrowLeft", 6)  # six steps of 0.25
     assert value_of(stretch, "scale s") == pytest.approx(2.5)
     assert_stretch_matches_python(stretch, 2.5)
     for s in (1.0, 1.75, 6.0, 8.0):
-        slid(stretch, "scale s", s)
+        move(stretch, slide_to, "scale s", s)
         assert_stretch_matches_python(stretch, s)
 
 
 def test_both_explorers_fit_a_phone_screen(site_tab):
     for explorer in explorers(site_tab):
-        width = explorer.evaluate("el => el.getBoundingClientRect().right")
-        assert width <= 390, f"an explorer reaches {width} px on a 390-px screen"
+        assert_fits_a_phone(explorer)
