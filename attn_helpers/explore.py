@@ -1,15 +1,15 @@
-"""Explorers for local Jupyter (chapters 2 and 3), the plain functions behind them, and chapter 3's sentences.
+"""Chapter 3's sentence explorer for local Jupyter, the plain functions behind it, and chapter 2's temperature.
 
-It holds chapter 2's temperature slider and chapter 3's sentence explorer, with the two sentences about a
-"ship" that chapters 3 and 8 read (``ODYSSEY_SENTENCE``, ``ORDER_SENTENCE``). The widgets
-(``temperature_slider``, ``sentence_explorer``) only wire ipywidgets to plain functions
-(``temperature_weights``, ``attend_sentence`` with its ``SentenceAttention`` result, ``draw_sentence``)
-that work, and are tested, without a browser. ipywidgets is imported only when a widget is built.
+It holds ``temperature_weights`` (chapter 2's softmax at a temperature, which its explorer in
+``attn_helpers.explorers`` shows) and chapter 3's sentence explorer, with the two sentences about a "ship" that
+chapters 3 and 8 read (``ODYSSEY_SENTENCE``, ``ORDER_SENTENCE``). The widget (``sentence_explorer``, for a
+sentence the reader types, which needs a kernel) only wires ipywidgets to plain functions (``attend_sentence``
+with its ``SentenceAttention`` result, ``draw_sentence``) that work, and are tested, without a browser.
+ipywidgets is imported only when the widget is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,6 @@ from . import validate
 from .attention import attention, softmax
 from .glove import GloVe, OutOfVocabularyError, tokenize
 from .plotting import plot_attention
-from .scaling import entropy, plot_temperature
 from .validate import as_float_tensor
 
 if TYPE_CHECKING:
@@ -30,7 +29,6 @@ __all__ = [
     "ODYSSEY_SENTENCE",
     "ORDER_SENTENCE",
     "temperature_weights",
-    "temperature_slider",
     "SentenceAttention",
     "attend_sentence",
     "draw_sentence",
@@ -57,30 +55,6 @@ def _redraw(out: ipywidgets.Output, draw) -> None:
         out.clear_output(wait=True)
         draw()
         plt.show()
-
-
-def temperature_slider(scores: torch.Tensor, labels: Sequence[str], value: float = 1.0) -> ipywidgets.VBox:
-    """A slider for the temperature T (0.1 to 10) that redraws ``softmax(scores / T)`` as bars (chapter 2).
-
-    ``scores`` has shape ``(t,)``; ``labels`` names the keys. Display the returned widget in Jupyter.
-    """
-    import ipywidgets as widgets
-
-    temperature_weights(scores, value)  # validates scores and value before any widget exists
-    if scores.dim() != 1 or len(labels) != scores.shape[0]:
-        raise ValueError(f"need scores of shape (t,) and t labels; got {tuple(scores.shape)} and {len(labels)} labels.")
-    slider = widgets.FloatLogSlider(value=value, base=10, min=-1, max=1, step=0.05, description="T",
-                                    continuous_update=False, readout_format=".2f")
-    out = widgets.Output()
-
-    def draw() -> None:
-        T = float(slider.value)
-        H = float(entropy(temperature_weights(scores, T)))
-        plot_temperature(scores, [T], labels, title=f"softmax(scores / T) at T = {T:.2f}: entropy {H:.2f} nats")
-
-    slider.observe(lambda _change: _redraw(out, draw), names="value")
-    _redraw(out, draw)
-    return widgets.VBox([slider, out])
 
 
 @dataclass(frozen=True)

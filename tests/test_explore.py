@@ -186,24 +186,6 @@ def test_draw_sentence_refuses_a_failed_result(glove):
 
 # the widgets, driven without a browser
 
-def test_temperature_slider_builds_and_redraws():
-    box = ah.explore.temperature_slider(torch.tensor([2.0, 1.0, 0.0]), ["a", "b", "c"])
-    assert isinstance(box, ipywidgets.VBox)
-    slider, out = box.children
-    assert isinstance(slider, ipywidgets.FloatLogSlider) and isinstance(out, ipywidgets.Output)
-    assert slider.value == 1.0
-    before = len(plt.get_fignums())
-    slider.value = 3.0  # triggers the callback
-    assert len(plt.get_fignums()) > before
-
-
-def test_temperature_slider_rejects_bad_input():
-    with pytest.raises(ValueError, match="need scores of shape \\(t,\\) and t labels"):
-        ah.explore.temperature_slider(torch.tensor([2.0, 1.0]), ["a"])
-    with pytest.raises(ValueError, match="positive finite"):
-        ah.explore.temperature_slider(torch.tensor([2.0, 1.0]), ["a", "b"], value=0.0)
-
-
 def test_sentence_explorer_reports_unknown_words_instead_of_crashing(glove, capsys):
     box = ah.explore.sentence_explorer(glove, "the cat sat")
     text, out = box.children
