@@ -7,6 +7,8 @@ from typing import Any
 
 import altair as alt
 
+from .. import validate
+
 __all__ = ["MIME_TYPE", "Explorer", "rounded"]
 
 #: The output type of an explorer: Vega-Lite 5, which JupyterLab 4 and Colab draw themselves.
@@ -21,9 +23,7 @@ def rounded(x: float, digits: int = 8) -> float:
     The last bits of a float differ between CPUs; eight digits keep a chart's numbers to 1e-8 relative
     without them.
     """
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"an explorer's data must be finite numbers, got {x}.")
+    x = validate.real(x, "x", why="an explorer's data are finite numbers")
     return 0.0 if x == 0 else round(x, digits - 1 - math.floor(math.log10(abs(x))))
 
 
