@@ -80,7 +80,7 @@ portable: $(STAMP)  ## nbval over every chapter under one other kernel set (torc
 portability: $(STAMP)  ## nbval over every chapter under each kernel set of scripts/portability.py: 0 differing cells
 	$(PY) scripts/portability.py $(CHAPTERS)
 
-margins: $(STAMP)  ## the trained claims' asserted bounds, measured over 5 seeds under each kernel set (CONTRIBUTING.md)
+margins: $(STAMP)  ## the trained claims' asserted bounds, measured over 10 seeds under each kernel set (CONTRIBUTING.md)
 	$(PY) scripts/margins.py $(MARGINS_ARGS)
 
 site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built, and chapter 1 in the learners' JupyterLab

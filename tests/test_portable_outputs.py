@@ -126,20 +126,3 @@ def test_every_output_nbval_ignores_says_why_and_asserts_what_it_claims(chapter)
         if shows_text(cell):
             assert re.search(r"^\s*assert\b", source, re.MULTILINE), (
                 f"{chapter.name} cell {index}: its printed output varies, so assert what holds on every machine")
-
-
-def test_a_claims_room_is_its_distance_inside_the_bound():
-    from margins import Claim
-
-    above = Claim(8, "accuracy > 0.9", measure=lambda seed: 0.0, low=0.9)
-    between = Claim(8, "0.1 < share < 0.5", measure=lambda seed: 0.0, low=0.1, high=0.5)
-    assert above.room(0.95) == pytest.approx(0.05) and above.room(0.85) < 0
-    assert between.room(0.2) == pytest.approx(0.1) and between.room(0.6) < 0
-
-
-def test_every_trained_claim_has_a_bound_and_a_chapter():
-    from margins import Claim, all_claims
-
-    for claim in all_claims():
-        assert isinstance(claim, Claim) and 1 <= claim.chapter <= len(CHAPTERS)
-        assert claim.low is not None or claim.high is not None, f"{claim.text}: a claim asserts a bound"
