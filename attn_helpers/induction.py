@@ -89,21 +89,22 @@ class Formation:
 
     ``steps`` maps each event to its logged step (None if it never happens in the run): "start" (5), "curves
     part" (the first step from which the two-layer loss stays more than ``part_gap`` below the one-layer loss
-    up to "weights below 0.25"), "weights below 0.25" (the last step with both head weights below 0.25),
-    "QK circuit complete" (the first with every row's largest entry on the diagonal), "either weight above 0.8"
-    and "both weights above 0.8". ``table`` shows them, one row each.
+    up to the next event), "weights at most 0.25" (the last step before either head weight first reaches 0.25:
+    both below it, at most 0.25 as the table rounds them), "QK circuit complete" (the first with every row's
+    largest entry on the diagonal), "either weight above 0.8" and "both weights above 0.8". ``table`` shows
+    them, one row each, but for "either weight above 0.8".
     """
 
     steps: dict[str, int | None]
     table: pd.DataFrame
     uniform: float  # ln V: the loss of the same probability for every token
     start_loss: float  # two layers, steps 1-5
-    fall: float  # two layers: from the start to "weights below 0.25"
+    fall: float  # two layers: from the start to "weights at most 0.25"
     one_fall: float  # one layer, over the same steps
-    below_uniform: float  # two layers: how far below ln V the loss is at "weights below 0.25"
+    below_uniform: float  # two layers: how far below ln V the loss is at "weights at most 0.25"
     one_below_uniform: float  # one layer, at the same step
     diagonal_start: float  # QK circuit's rows with the diagonal largest, at step 5
-    diagonal_before: float  # the same, at "weights below 0.25"
+    diagonal_before: float  # the same, at "weights at most 0.25"
 
 
 def formation(pair: Pair, part_gap: float = 0.1) -> Formation:
@@ -121,13 +122,14 @@ def formation(pair: Pair, part_gap: float = 0.1) -> Formation:
     two = {step: mean_loss(pair.two.losses, step) for step in logged}
     one = {step: mean_loss(pair.one.losses, step) for step in logged}
     weights = {step: (measured[step].previous_token, measured[step].induction) for step in logged}
-    before = max(step for step in logged if max(weights[step]) < 0.25)
+    reached = min((step for step in logged if max(weights[step]) >= 0.25), default=logged[-1] + 1)
+    before = max(step for step in logged if step < reached)  # the last step before either weight reaches 0.25
     parted = [step for step in logged if step <= before and
               all(one[s] - two[s] > part_gap for s in logged if step <= s <= before)]
     steps = {
         "start": 5,
         "curves part": min(parted, default=None),
-        "weights below 0.25": before,
+        "weights at most 0.25": before,
         "QK circuit complete": min((s for s in logged if measured[s].diagonal == 1.0), default=None),
         "either weight above 0.8": min((s for s in logged if max(weights[s]) > 0.8), default=None),
         "both weights above 0.8": min((s for s in logged if min(weights[s]) > 0.8), default=None),
@@ -172,8 +174,8 @@ def one_layer_positions(model: AttentionOnly, n: int = 1000, seed: int = 999,
     table = pd.DataFrame({
         "position": j.tolist(),
         "block lengths that fit": (longest - shortest + 1).tolist(),
-        "model right": [round(float(right[marked[:, p], p].float().mean()), 2) for p in j.tolist()],
-        "rule right": [round(float(rule_right[marked[:, p], i].float().mean()), 2) for i, p in enumerate(j.tolist())],
+        "model right": [float(right[marked[:, p], p].float().mean()) for p in j.tolist()],
+        "rule right": [float(rule_right[marked[:, p], i].float().mean()) for i, p in enumerate(j.tolist())],
     }).set_index("position")
     summary = {"accuracy": float(right[marked].float().mean()), "rule": float(rule_right[marked[:, j]].float().mean()),
                "seen": float(seen[marked].float().mean())}
