@@ -58,8 +58,14 @@ def train_pair(seed: int = 0, steps: int = 250, vocab_size: int = 24, seq_len: i
 def knockouts(model: AttentionOnly) -> dict[str, float]:
     """``induction_accuracy`` of a two-layer ``model`` with each layer's output left out in turn (chapter 8):
     ``{"layer 1": …, "layer 2": …}`` (layers counted from 1, ``skip`` from 0)."""
+    _check_model(model)
     with torch_threads():
         return {f"layer {layer + 1}": induction_accuracy(model, skip={layer}) for layer in range(len(model.layers))}
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, AttentionOnly):
+        raise TypeError(f"expected an attn_helpers.circuits.AttentionOnly model, got {type(model).__name__}.")
 
 
 @torch.no_grad()
@@ -70,9 +76,9 @@ def circuit_alone(model: AttentionOnly, n: int = 200, seed: int = 5) -> float:
     Query i, key j >= 1 scores ``C[token_i, token_{j-1}]``, as if layer 1 attended to the previous token only
     and every other term of the scores were zero; key 0 has no previous token and gets no weight.
     """
+    C = qk_circuit(model)  # (V, V); refuses a model that is not a two-layer AttentionOnly
     tokens, scored = induction_batch(n, model.vocab_size, model.seq_len, generator=torch.Generator().manual_seed(seed))
     t = model.seq_len
-    C = qk_circuit(model)  # (V, V)
     previous = tokens.roll(1, dims=1)  # (b, t): the token before each key position (wrapped at key 0, masked)
     scores = C[tokens[:, :, None], previous[:, None, :]]  # (b, t, t): C[token_i, token_{j-1}]
     allowed = torch.ones(t, t, dtype=torch.bool).tril()  # (t, t): causal
@@ -159,6 +165,7 @@ def one_layer_positions(model: AttentionOnly, n: int = 1000, seed: int = 999,
     the rule's share right over every scored position, and the share of the model's predictions that are
     tokens already in the sequence.
     """
+    _check_model(model)
     t = model.seq_len
     tokens, scored = induction_batch(n, model.vocab_size, t, min_repeat, generator=torch.Generator().manual_seed(seed))
     with torch_threads():

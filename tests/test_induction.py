@@ -110,3 +110,9 @@ def test_one_layer_positions_against_a_loop_over_the_sequences():
 def test_bad_input_is_refused_with_what_to_do():
     with pytest.raises(ValueError, match="seed"):
         induction.train_pair(seed=-1)
+    linear = torch.nn.Linear(2, 2)
+    for measure in (induction.knockouts, induction.circuit_alone, induction.one_layer_positions):
+        with pytest.raises(TypeError, match="AttentionOnly"):
+            measure(linear)
+    with pytest.raises(ValueError, match="two layers"):
+        induction.circuit_alone(circuits.AttentionOnly(24, 20, 16, 1))
