@@ -102,7 +102,7 @@ build-strict: $(STAMP) $(NODE_STAMP)  ## build the website from the committed ou
 browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, every page in headless Chromium) and run chapter 1 in the learners' JupyterLab
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
-bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
+bench: $(STAMP)  ## time make test, unit tests, website builds, each chapter alone, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 # make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
