@@ -45,9 +45,9 @@ class Claim:
 
     def values(self, seed: int) -> list[float]:
         """The comparison's operands for `seed`, left to right, each as a float."""
-        names = dict(self.names(seed))
+        names = dict(self.names(seed))  # as globals, so that a generator expression in the assert sees them too
         operands = [self.comparison.left, *self.comparison.comparators]
-        return [float(eval(compile(ast.Expression(o), "<claim>", "eval"), {}, names)) for o in operands]  # noqa: S307
+        return [float(eval(compile(ast.Expression(o), "<claim>", "eval"), names)) for o in operands]  # noqa: S307
 
     def measured(self, values: list[float]) -> float:
         """What the table shows: the one operand that is not a constant, or for a ranking its smallest step."""
