@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import functools
 
-from claims import Claim
-
 import attn_helpers as ah
+from claims import Claim
 
 
 @functools.cache
