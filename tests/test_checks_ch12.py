@@ -518,8 +518,8 @@ def test_no_hint_of_chapter_12_quotes_its_solution():
     import inspect
     import re
 
-    from attn_helpers.checks import _ch12_sampling, ch12
-    source = inspect.getsource(ch12) + inspect.getsource(_ch12_sampling)
+    from attn_helpers.checks import _ch12_recurrent, _ch12_sampling, ch12
+    source = "".join(inspect.getsource(module) for module in (ch12, _ch12_recurrent, _ch12_sampling))
     hints = " ".join(re.findall(r'"([^"]*)"', source))
     solutions = ["S = decay * S + torch.outer(fk[i], v[i])", "z = decay * z + fk[i]", "fq[i] @ S / (fq[i] @ z)",
                  "tree[i] |= tree[p]", "min(F(1), p[x] / q[x])", "max(F(0), a - b)",
