@@ -5,7 +5,8 @@ seed that returns the values of the names that comparison reads, computed by the
 chapter's cell calls. The comparison's bound is read from the chapter, never typed here: a claims module holds no
 number (``tests/test_claims.py``), so an experiment's settings live in its package function.
 
-    Claim(12, 'recall.loc[8, "linear, d_k = 8"] < 0.97', lambda seed: {"recall": ah.tasks.recall_table(seed=seed)})
+    Claim(12, 'accuracy.loc[16, "linear, d_k = 8"] < 0.7',
+          lambda seed: {"accuracy": ah.tasks.compare_recall(seed=seed).accuracy})
 
 ``scripts/margins.py`` evaluates each claim for several seeds under each kernel set and prints its room.
 """
