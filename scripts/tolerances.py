@@ -128,12 +128,10 @@ def scaled_difference(name: str, a: object, b: object, kwargs: dict) -> float:
     return float(scaled.max()) if scaled.numel() else 0.0
 
 
-def bound_room(op: str, value: float, bound: float) -> float:
-    """Room of `value OP bound` (the small number on the right): bound/value below, value/bound above."""
-    below = op in ("Lt", "LtE")
-    if below:
-        return math.inf if value <= 0 else bound / value
-    return math.inf if bound <= 0 < value else (value / bound if value > 0 else 0.0)
+def bound_room(value: float, bound: float) -> float:
+    """Room of a comparison of `value` with a small positive `bound`: how many times over it would have to move to
+    reach the bound, whichever side it is on (a gap far below its tolerance, or a drift far above it)."""
+    return math.inf if value <= 0 else max(bound / value, value / bound)
 
 
 # ------------------------------------------------------------------ the recorder, installed in the chapter's kernel
@@ -188,7 +186,7 @@ class Recorder(ast.NodeTransformer):
                 value, bound, side = (left, right, op) if small[i + 1] else (right, left, flipped[op])
                 worst = _as_float(value, max if side in ("Lt", "LtE") else min)
                 if worst is not None:
-                    self.record(f"cell {where}", code, bound_room(side, worst, abs(bound)))
+                    self.record(f"cell {where}", code, bound_room(worst, abs(bound)))
             if not _truth(result):
                 return result
         return result
