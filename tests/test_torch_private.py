@@ -24,6 +24,31 @@ def test_private_dispatch_mode_is_still_what_the_package_relies_on():
     assert TensorMemoryTracker.__torch_dispatch__ is TensorMemoryTracker.__dict__["__torch_dispatch__"]
 
 
+def test_dispatch_mode_base_works_on_a_pytorch_without_the_dynamo_switch(monkeypatch):
+    """PyTorch 2.9's TorchDispatchMode has neither _should_skip_dynamo nor the __init_subclass__ that reads it: the
+    switch only saves importing torch._dynamo, so the package uses it where it exists and runs without it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    monkeypatch.delattr(TorchDispatchMode, "_should_skip_dynamo")
+    monkeypatch.delattr(TorchDispatchMode, "__init_subclass__")  # the 2.9 class, which never calls the switch
+    base = dispatch_mode_base()
+    assert issubclass(base, TorchDispatchMode) and not hasattr(base, "_should_skip_dynamo")
+
+    class Ops(base):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.ones(2, 2)
+    with Ops() as ops:
+        y = x @ x
+    assert ops.names == ["aten.mm.default"] and torch.equal(y, torch.full((2, 2), 2.0))
+
+
 def test_the_torch_function_switch_still_shows_to_a_profiler():
     # If this fails, DisableTorchFunction changed: Watch would no longer see code hide from its record.
     switch = torch_function_switch()
