@@ -25,7 +25,7 @@ import portability
 
 ROOT = portability.ROOT
 VENVS = ROOT / ".venv-torch"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+ANSI = re.compile(r"(\x1b|#x1B)\[[0-9;]*m")  # colours, as the terminal or a junit report (#x1B) has them
 
 
 def floor() -> str:

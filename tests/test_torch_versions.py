@@ -43,7 +43,7 @@ def test_a_version_venv_installs_the_lock_with_only_torch_changed():
 
 # What nbval writes into its junit report for a failing cell (nbval/plugin.py: NbCellError, repr_failure).
 EXCEPTION = ("Notebook cell execution failed\nCell 23: Cell execution caused an exception\n\nInput:\nsaved = f().x\n\n"
-             "Traceback:\n\n\x1b[0;31mAttributeError\x1b[0m: 'FooBackward' object has no attribute 'x'\n")
+             "Traceback:\n\n#x1B[31mAttributeError#x1B[39m: 'FooBackward' object has no attribute 'x'\n")  # junit's ESC
 TIMEOUT = "Notebook cell execution failed\nCell 4: Timeout of 2000 seconds exceeded executing cell\n\nInput:\nf()\n"
 DIFFERS = ("Notebook cell execution failed\nCell 7: Cell outputs differ\n\nInput:\nprint(x)\n\nTraceback:\n"
            "mismatch 'stdout'\n\nassert reference_output == test_output failed:\n\n  '0.1235' == '0.1234'\n")
