@@ -65,8 +65,9 @@ def venv(version: str) -> Path:
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
     (where / "requirements.txt").write_text(wanted)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(where / "requirements.txt")], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-qq"]  # errors only
+    subprocess.run([*pip, "-r", str(where / "requirements.txt")], check=True)
+    subprocess.run([*pip, "--no-deps", "-e", str(ROOT)], check=True)
     stamp.write_text(wanted)
     return python
 
