@@ -39,7 +39,9 @@ def floor() -> str:
 def newest() -> str:
     """The newest torch release pip would install here (its indexes and constraints, whatever is installed)."""
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
-                           "--quiet", "--report", "-", "torch"], capture_output=True, text=True, check=True)
+                           "--quiet", "--report", "-", "torch"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"pip found no torch to install ({done.stderr.strip()}): name the versions with --version")
     version = json.loads(done.stdout)["install"][0]["metadata"]["version"]
     return version.split("+")[0]  # 2.13.0+cpu is 2.13.0
 
@@ -92,12 +94,12 @@ def run(version: str, chapters: list[Path], show: bool = False) -> int:
     env = portability.environment(config)
     env.update(VIRTUAL_ENV=str(python.parent.parent), PATH=f"{python.parent}:{env.get('PATH', '')}")
     env.pop("PYTHONHOME", None)
-    here = subprocess.run([str(python), "-c", "import torch, attn_helpers; print(torch.__version__, "
-                           "attn_helpers.__file__)"], env=env, capture_output=True, text=True)
+    here = subprocess.run([str(python), "-c", "import torch, attn_helpers; print(torch.__version__); "
+                           "print(attn_helpers.__file__)"], env=env, capture_output=True, text=True)
     if here.returncode != 0:
         print(f"torch {version:8} cannot import attn_helpers:\n{here.stderr.strip()}", flush=True)
         return 1
-    installed, package = here.stdout.split()
+    installed, package = here.stdout.splitlines()[-2:]
     if not Path(package).resolve().is_relative_to(ROOT):
         raise SystemExit(f"{python} imports attn_helpers from {package}, not from this checkout")
     failures = portability.nbval(chapters, env, config.processes, python=str(python), show=show)
