@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 
 import pandas as pd
-from claims import Claim
 
 import attn_helpers as ah
+from claims import Claim
 
 
 @functools.cache
