@@ -258,7 +258,7 @@ class CopyHead(SelfAttentionHead):
         return self.attend(q, k, v), None  # (b, t, d_v); no weights to return
 
 
-def copy_task_both_ways(seed: int = 0, steps: int = 200, block: int = 3) -> tuple[pd.DataFrame, dict[str, float]]:
+def copy_task_both_ways(seed: int = 0, steps: int = 100, block: int = 3) -> tuple[pd.DataFrame, dict[str, float]]:
     """Train a :class:`CopyHead` in float64 on chapter 4's copy task twice, from the same initial weights (drawn with
     ``seed``) and batches: once with ``ah.attention``, once with :func:`flash_attention` in tiles of
     ``block × block`` (chapter 10). Returns each step's loss ``(steps, 2)``, one column per run, and each run's
@@ -278,7 +278,7 @@ def copy_task_both_ways(seed: int = 0, steps: int = 200, block: int = 3) -> tupl
 
 def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = True, ax: Any = None) -> Any:
     """Draw the score matrix cut into tiles: allowed scores dark, blocked ones light, and each tile outlined and
-    labelled as computed, masked (computed, the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
+    labelled as computed, computed and masked (the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
     import matplotlib.pyplot as plt  # only when a figure is drawn
     from matplotlib.patches import Rectangle
 
@@ -289,7 +289,8 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
     allowed = (torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None] + shift) if causal else torch.ones(t_q, t_k)
     ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
     done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
-    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.6", ":")}
+    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.45", ":")}
+    labels = {"computed": "computed", "masked": "computed,\nmasked", "skipped": "skipped"}  # a masked tile is computed
     for r in range(0, t_q, block_q):
         for c in range(0, t_k, block_k):
             tile = done.get((r, c))
@@ -298,7 +299,7 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
             color, line = styles[kind]
             ax.add_patch(Rectangle((c + 0.15, r + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
                                    linestyle=line, linewidth=2.5))
-            ax.text(c + w / 2, r + h / 2, kind, ha="center", va="center", fontsize=9, color=color,
+            ax.text(c + w / 2, r + h / 2, labels[kind], ha="center", va="center", fontsize=10, color=color,
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
     ax.set_xticks(range(0, t_k + 1, block_k))
     ax.set_yticks(range(0, t_q + 1, block_q))
