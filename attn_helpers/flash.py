@@ -278,11 +278,12 @@ def copy_task_both_ways(seed: int = 0, steps: int = 100, block: int = 3) -> tupl
 
 def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = True, ax: Any = None) -> Any:
     """Draw the score matrix cut into tiles: allowed scores dark, blocked ones light, and each tile outlined and
-    labelled as computed, computed and masked (the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
+    labelled as computed, masked (computed, and the diagonal crosses it) or skipped; the title counts them as
+    :func:`tile_counts` does, the masked tiles among the computed ones (chapter 10). Returns the Axes."""
     import matplotlib.pyplot as plt  # only when a figure is drawn
     from matplotlib.patches import Rectangle
 
-    tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
+    counts = tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
     shift = t_k - t_q
     if ax is None:
         _, ax = plt.subplots(figsize=(4, 4))
@@ -290,7 +291,6 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
     ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
     done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
     styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.45", ":")}
-    labels = {"computed": "computed", "masked": "computed,\nmasked", "skipped": "skipped"}  # a masked tile is computed
     for r in range(0, t_q, block_q):
         for c in range(0, t_k, block_k):
             tile = done.get((r, c))
@@ -299,11 +299,12 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
             color, line = styles[kind]
             ax.add_patch(Rectangle((c + 0.15, r + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
                                    linestyle=line, linewidth=2.5))
-            ax.text(c + w / 2, r + h / 2, labels[kind], ha="center", va="center", fontsize=10, color=color,
+            ax.text(c + w / 2, r + h / 2, kind, ha="center", va="center", fontsize=9, color=color,
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
     ax.set_xticks(range(0, t_k + 1, block_k))
     ax.set_yticks(range(0, t_q + 1, block_q))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
-    ax.set_title(f"t = {t_q}, tiles of {block_q} queries × {block_k} keys")
+    ax.set_title(f"{t_q} queries × {t_k} keys in tiles of {block_q} × {block_k}:\n{counts['computed']} computed "
+                 f"({counts['masked']} of them masked), {counts['skipped']} skipped", fontsize=11)
     return ax
