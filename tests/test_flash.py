@@ -265,3 +265,29 @@ def test_mismatched_shapes_raise_clear_errors():
         traffic.paper_blocks(-1, 8)
     with pytest.raises(TypeError, match="keys_outside must be True or False"):
         flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")
+
+
+def test_copy_task_both_ways_trains_the_same_head_twice():  # chapter 10's trained claim, on a short run
+    losses, accuracy = flash.copy_task_both_ways(seed=1, steps=5)
+    assert list(losses.columns) == ["ah.attention", "flash_attention"] and list(losses.index) == [1, 2, 3, 4, 5]
+    assert (losses["ah.attention"] - losses["flash_attention"]).abs().max() <= 1e-10
+    assert set(accuracy) == {"ah.attention", "flash_attention"}
+    other, _ = flash.copy_task_both_ways(seed=2, steps=5)
+    assert not other.equals(losses)  # the seed draws other weights and batches
+    before = torch.random.get_rng_state()
+    flash.copy_task_both_ways(seed=1, steps=1)
+    assert torch.equal(torch.random.get_rng_state(), before)  # the caller's generator is left as it was
+    with pytest.raises(ValueError, match="seed"):
+        flash.copy_task_both_ways(seed=-1)
+
+
+def test_plot_tiles_labels_each_tile_and_counts_the_masked_among_the_computed():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = flash.plot_tiles(16, 16, 4, 4, causal=True)
+    labels = [text.get_text() for text in ax.texts]
+    assert (labels.count("computed"), labels.count("masked"), labels.count("skipped")) == (6, 4, 6)
+    assert "10 computed (4 of them masked), 6 skipped" in ax.get_title()
+    plt.close(ax.figure)
