@@ -288,7 +288,7 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
     if ax is None:
         _, ax = plt.subplots(figsize=(4, 4))
     allowed = (torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None] + shift) if causal else torch.ones(t_q, t_k)
-    ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
+    ax.imshow(allowed.float().numpy(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
     done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
     styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.45", ":")}
     for r in range(0, t_q, block_q):
