@@ -123,6 +123,22 @@ def one_query_rows(q, k, v, dO, L, block):  # a row of one query against all key
     return torch.cat(rows, dim=-2)
 
 
+def d_one_query_tiles(q, k, v, dO, L, block):  # right: tiles of one query by `block` keys
+    scale = 1 / math.sqrt(q.shape[-1])
+    rows = []
+    for i in range(q.shape[-2]):
+        q_i, do_i, L_i = q[..., i:i + 1, :], dO[..., i:i + 1, :], L[..., i:i + 1, :]
+        rows.append(sum((torch.exp(q_i @ k[..., c:c + block, :].transpose(-2, -1) * scale - L_i)
+                         * (do_i @ v[..., c:c + block, :].transpose(-2, -1))).sum(dim=-1, keepdim=True)
+                        for c in range(0, k.shape[-2], block)))
+    return torch.cat(rows, dim=-2)
+
+
+def test_delta_from_weights_accepts_tiles_of_one_query(capsys):
+    check.delta_both_ways(d_from_output, d_one_query_tiles)
+    assert "✓ D_from_weights on other inputs: correct" in capsys.readouterr().out
+
+
 D_out = d_from_output(check.delta_inputs()[3], ah.flash.flash_forward(*check.delta_inputs()[:3])[0])  # a global
 
 

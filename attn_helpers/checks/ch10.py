@@ -159,7 +159,7 @@ def _run_d_from_weights(fn: Callable, inputs: tuple[torch.Tensor, ...], block: i
     """``fn(q, k, v, dO, L, block)`` under :class:`Watch`: refused if it reaches autograd, the book's attention or
     tiles, makes a tensor against every key, or never a tile of ``block`` keys."""
     q, k, v = inputs[:3]
-    t_q, t_k, widths = q.shape[-2], k.shape[-2], {q.shape[-1], v.shape[-1]}
+    t_k, widths = k.shape[-2], {q.shape[-1], v.shape[-1]}
     with Watch(_AUTOGRAD) as watch:
         answer = call(fn, *(x.clone() for x in inputs), block, name="D_from_weights",
                       hint="the arguments have any leading dimensions, (..., t, ·): slice the keys along dimension "
@@ -176,8 +176,8 @@ def _run_d_from_weights(fn: Callable, inputs: tuple[torch.Tensor, ...], block: i
                           "dP of a whole row), which a tiled pass never holds, even if it cuts it into tiles "
                           "afterwards. Hint: slice a block of keys and values first, and compute only tiles of the "
                           "queries against `block` keys.")
-    if not any(shape[-2:] in ((t_q, block), (block, t_q)) for shape in made if len(shape) >= 2):
-        raise CheckFailed(f"D_from_weights{label} never makes a tile of the queries against {block} keys, although "
+    if not any(shape[-1] == block or (len(shape) >= 2 and shape[-2] == block) for shape in made if shape):
+        raise CheckFailed(f"D_from_weights{label} never makes a tile of queries against {block} keys, although "
                           f"it was called with block={block}: go through the keys `block` at a time, with the block "
                           "size the argument gives, not a number of your own.")
     return answer
