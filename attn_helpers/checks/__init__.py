@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._answer import correct, no_answer_yet
+from ._answer import NotAnswered, correct, no_answer_yet
 from ._answer import watch_answers as _watch_answers
 from ._failure import CheckFailed, Raised, call, describe, on_other_sizes
 from ._reach import reached_functions, tensors_from_outside
@@ -31,6 +31,7 @@ from ._watch import Op, Watch
 
 __all__ = [
     "CheckFailed",
+    "NotAnswered",
     "correct",
     "no_answer_yet",
     "Raised",

@@ -72,7 +72,7 @@ class FoldSolution(Step):
             heading.metadata["id"] = heading.id  # the id Colab's collapsed_sections refers to
             at.add(heading)
         if prose:
-            at.add(new_markdown(gate, "solution-text", prose))
+            at.add(hidden(new_markdown(gate, "solution-text", prose)))
         if "end" in kinds:
             at.add(new_markdown(gate, "answer", "#### Your answer"))
             at.add(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(gate, "answer-code")))
@@ -82,6 +82,25 @@ class FoldSolution(Step):
         folded = [derived_id(chapter.cells[i], "solution") for i, (_, kinds) in sorted(chapter.gates.items())
                   if "start" in kinds]
         nb.metadata["colab"] = {"collapsed_sections": folded}
+
+
+def hidden(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``cell`` with its source (and a code cell's outputs) collapsed, as JupyterLab and Notebook 7 keep them until
+    the learner clicks the cell's collapser or its "…", whatever runs it."""
+    flags = {"source_hidden": True} | ({"outputs_hidden": True} if cell.cell_type == "code" else {})
+    cell.setdefault("metadata", {}).setdefault("jupyter", {}).update(flags)
+    return cell
+
+
+class HideSolution(Step):
+    """Every cell of a solution, code and prose, collapsed on top of its folded heading: running a chapter cell by
+    cell (Shift+Enter, the toolbar's run button) makes each cell in turn the active one, and JupyterLab and
+    Notebook 7 unfold the heading above an active cell; the cells under it stay collapsed, their code, output
+    and prose out of view, until the learner opens them."""
+
+    def cell(self, at: At) -> None:
+        if at.index in at.chapter.solution_code or (at.index in at.chapter.gated and at.index not in at.chapter.gates):
+            hidden(at.cell)
 
 
 class SolutionLine(Step):
@@ -116,7 +135,7 @@ class DropColabSetup(Step):
 
 def learners_steps(colab_setup: Step) -> list[Step]:
     return [CheckAsRunAllShows(), FoldSolution(), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
-            DropGlueRecords(), colab_setup, SolutionLine(), FigureCaption()]
+            DropGlueRecords(), colab_setup, SolutionLine(), HideSolution(), FigureCaption()]
 
 
 LEARNERS = Edition("learners", learners_steps(FoldColabSetup()))
@@ -137,4 +156,4 @@ def as_text(nb: nbformat.NotebookNode) -> str:
 
 
 __all__ = ["LAB", "LEARNERS", "CheckAsRunAllShows", "DropColabSetup", "FoldColabSetup", "FoldSolution",
-           "SolutionLine", "as_text", "learner_edition"]
+           "HideSolution", "SolutionLine", "as_text", "learner_edition"]
