@@ -84,19 +84,29 @@ class FoldSolution(Step):
         nb.metadata["colab"] = {"collapsed_sections": folded}
 
 
+SOLUTION_TEXT = "<details><summary>The book's solution in words (click to open)</summary>\n\n{prose}\n\n</details>"
+
+
 def hidden(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``cell`` with its source (and a code cell's outputs) collapsed, as JupyterLab and Notebook 7 keep them until
-    the learner clicks the cell's collapser or its "…", whatever runs it."""
-    flags = {"source_hidden": True} | ({"outputs_hidden": True} if cell.cell_type == "code" else {})
-    cell.setdefault("metadata", {}).setdefault("jupyter", {}).update(flags)
+    """``cell``, a solution's cell, kept out of view however the learner runs it: a code cell's source and
+    outputs collapsed (its first line, ``# The book's solution to Exercise 1.2 (folded) …``, is what JupyterLab
+    shows of it); a markdown cell's prose inside a closed ``<details>`` (running a markdown cell uncollapses
+    it, but renders a ``<details>`` closed)."""
+    if cell.cell_type == "code":
+        cell.setdefault("metadata", {}).setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
+    elif cell.cell_type == "markdown":
+        cell.source = SOLUTION_TEXT.format(prose=cell.source.strip())
     return cell
 
 
 class HideSolution(Step):
-    """Every cell of a solution, code and prose, collapsed on top of its folded heading: running a chapter cell by
-    cell (Shift+Enter, the toolbar's run button) makes each cell in turn the active one, and JupyterLab and
-    Notebook 7 unfold the heading above an active cell; the cells under it stay collapsed, their code, output
-    and prose out of view, until the learner opens them."""
+    """Every cell of a solution, code and prose, kept out of view on top of its folded heading. Running a
+    chapter cell by cell (Shift+Enter, the toolbar's run button) makes each cell in turn the active one, and
+    JupyterLab and Notebook 7 unfold the heading above the active cell, and show the output of a code cell run
+    and the text of a markdown cell run, whatever their metadata: so a solution's code stays collapsed
+    (``source_hidden``, which a run keeps), its output is not made (the kernel runs a cell that begins with
+    ``# The book's solution`` under ``%%capture``, attn_helpers/checks/_answer.py) and its prose is a closed
+    ``<details>``."""
 
     def cell(self, at: At) -> None:
         if at.index in at.chapter.solution_code or (at.index in at.chapter.gated and at.index not in at.chapter.gates):
