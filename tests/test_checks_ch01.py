@@ -163,9 +163,9 @@ def test_batch_accepts_right_answers_however_written(answer, capsys):
 
 def test_batch_names_answers_on_another_device():  # "meta" stands in for a GPU
     Xs, Wb, Ys = batch_reference()
-    with pytest.raises(CheckFailed, match="W is on the meta device"):
+    with pytest.raises(CheckFailed, match="Wb is on the meta device"):
         check.sequence_first_attention(Wb.to("meta"), Ys)
-    with pytest.raises(CheckFailed, match="Y is on the meta device"):
+    with pytest.raises(CheckFailed, match="Ys is on the meta device"):
         check.sequence_first_attention(Wb, Ys.to("meta"))
 
 

@@ -38,7 +38,7 @@ import ast
 import re
 import sys
 
-from ._failure import CheckFailed
+from ._failure import CheckFailed, listed
 
 # The first line of every solution code cell of a learners' edition (scripts/make_editions.py writes it).
 SOLUTION_LINE = "# The book's solution to Exercise {number} (folded): write yours under \"Your answer\" below."
@@ -223,7 +223,7 @@ def _left_to_the_book(read: list[str]) -> list[str]:
 
 def not_defined_message(number: str, names: list[str]) -> str:
     """The failure of a check whose answer is still the folded solution's: which names the answer cell lacks."""
-    said = _listed(names)
+    said = listed(names)
     return (f"Your answer cell does not define {said}: the check found the book's folded solution to Exercise "
             f"{number} there instead. Hint: in the cell under \"Your answer\", assign {said}, spelled as here "
             f"(another name, only a comment or `pass` leave the book's in place); run it, then this check.")
@@ -231,15 +231,10 @@ def not_defined_message(number: str, names: list[str]) -> str:
 
 def left_over_message(names: list[str]) -> str:
     """The failure of a check whose answer is what an earlier run of a cell left, the cell no longer defining it."""
-    said = _listed(names)
+    said = listed(names)
     return (f"Your answer cell no longer defines {said}: the check found the value an earlier run of that cell "
             f"left. Hint: assign {said} in your answer cell, spelled as here (another name, only a comment or "
             f"`pass` define nothing); run it, then this check.")
-
-
-def _listed(names: list[str]) -> str:
-    """'W', 'W and Y', 'W, Y and S'."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _book_solution_next() -> bool:
