@@ -250,7 +250,7 @@ def _torch_module(mha, x):
 
 @pytest.mark.parametrize("shortcut, named", [
     (lambda mha, x: (None, ah.attention(*(mha._split(lin(x)) for lin in (mha.W_q, mha.W_k, mha.W_v)))[1]),
-     "ah.attention, the module's own _split"),
+     "ah.attention and the module's own _split"),
     (_torch_module, "nn.MultiheadAttention"),
     (lambda mha, x: _hidden_from_torch_functions(mha, x), "switches off the check's record"),
     (lambda mha, x: _hidden_sdpa(mha, x), "switches off the check's record"),

@@ -377,7 +377,7 @@ def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every 
 @pytest.mark.parametrize("fn, hint", [
     (all_blocks_then_two_passes, "grows with the number of keys"),
     (softmax_per_block_then_logsumexp, "grows with the number of keys"),
-    (with_the_merge_helpers, "calls ah.merge.finish_partial, ah.merge.merge_partials, ah.merge.partial_attention"),
+    (with_the_merge_helpers, "calls ah.merge.finish_partial, ah.merge.merge_partials and ah.merge.partial_attention"),
     (unscaled, "not scaled"),
     (not_rescaled, "rescale the running sum"),
     (not_normalised, "divide the accumulated output by the running sum"),

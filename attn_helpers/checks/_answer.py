@@ -41,7 +41,8 @@ import sys
 from ._failure import CheckFailed, listed
 
 # The first line of every solution code cell of a learners' edition (scripts/make_editions.py writes it).
-SOLUTION_LINE = "# The book's solution to Exercise {number} (folded): write yours under \"Your answer\" below."
+SOLUTION_LINE = ("# The book's solution to Exercise {number} (folded, and run without output): write yours under "
+                 "\"Your answer\" below.")
 SOLUTION_RE = re.compile(r"^# The book's solution to Exercise (?P<number>\d+\.\d+)\b")
 
 _from_solution: dict[str, tuple[str, object]] = {}  # name -> (exercise number, the object the folded solution bound)

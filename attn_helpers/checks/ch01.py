@@ -57,7 +57,7 @@ def self_attention_function(fn: Callable[[torch.Tensor], tuple[torch.Tensor, tor
             f"self_attention returned a ({t}, {t}) tensor first and a ({t}, {d}) one second: the pair is in the "
             "other order. Hint: return the outputs first, then the weights: (Y, W)."
         )
-    check_tensor(W, expected_W, "Wb", {
+    check_tensor(W, expected_W, "W", {
         "softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1.":
             torch.softmax(scores, dim=0),
         "you forgot the softmax: W holds the raw dot products.": scores,
