@@ -136,10 +136,11 @@ def copy_editions(app: Sphinx, exception: Exception | None) -> None:
 
 
 def with_download_attribute(html: str, edition: str) -> str:
-    """``html`` with a ``download`` attribute, naming the file ``edition``, on each link to the edition (the
-    theme's link macro takes no other attribute): a host that serves ``.ipynb`` files as text then still saves
+    """``html`` with a ``download`` attribute, naming the file ``edition``, on each link to the site's copy of the
+    edition (not on the Colab and Binder buttons, which open it there; the theme's link macro takes no other
+    attribute): a host that serves ``.ipynb`` files as text then still saves
     it, rather than showing it in a tab."""
-    link = re.compile(rf'<a href="([^"]*/{re.escape(EDITIONS)}/{re.escape(edition)})"(?! download=)')
+    link = re.compile(rf'<a href="((?![a-z]+:)[^"]*/{re.escape(EDITIONS)}/{re.escape(edition)})"(?! download=)')
     return link.sub(lambda m: f'<a href="{m[1]}" download="{edition}"', html)
 
 
