@@ -9,7 +9,7 @@ import torch
 
 from ..attention import attention
 from ..flash import FlashAttention, flash_attention, flash_backward, flash_forward, tile_counts, tiles
-from . import CheckFailed, Watch, call, check_tensor, check_value, on_cpu, on_other_sizes, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, check_value, listed, on_cpu, on_other_sizes, tensors_from_outside
 
 __all__ = [
     "BLOCK", "BLOCK_D", "BLOCK_K", "BLOCK_Q", "T", "block_backward_function", "block_inputs", "causal_tiles",
@@ -95,7 +95,7 @@ def _check_d_function(fn: object, name: str, args: tuple[torch.Tensor, torch.Ten
     if not callable(fn):
         raise CheckFailed(f"{name} should be a function of two tensors, got {type(fn).__name__}.")
     if outside := tensors_from_outside(fn):
-        raise CheckFailed(f"{name} reads {', '.join(outside)} from the notebook: compute D inside the function from "
+        raise CheckFailed(f"{name} reads {listed(outside)} from the notebook: compute D inside the function from "
                           "its two arguments alone, so that each way is computed on its own.")
     a, b = args
     answer = call(fn, a.clone(), b.clone(), name=name, hint="the arguments have any leading dimensions, "
@@ -300,7 +300,7 @@ def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...], block: int) -> tu
         answer = call(fn, *(x.clone() for x in inputs), block, name="block_backward",
                       hint=lambda e: _TRANSPOSE if "multiplied" in str(e) or "must match" in str(e) else None)
     if watch.called or watch.used_fused_attention():
-        called = ", ".join(sorted(watch.called)) or "PyTorch's fused attention"
+        called = listed(sorted(watch.called)) or "PyTorch's fused attention"
         raise CheckFailed(f"block_backward calls {called}, which computes the gradients, the weights or the tiles "
                           f"for you: {_FORBIDDEN}. Hint: {_HINT}")
     shapes = {tuple(n for n in shape if n != 1) for op in watch.ops for shape in op.outputs}
