@@ -32,7 +32,7 @@ def test_cache_bytes_accepts_the_measured_cache(capsys):
     (2 * 4 * 2 * 16 * 4 * 100, "2 bytes"),
     (2 * 4 * 2 * 16 * 2, "per token"),
     (2 * 2 * 16 * 2 * 100, "n_layers"),
-    (2 * 4 * 2 * 128 * 2 * 100, "model's width, d_model = 128, as the width of a key"),  # d_model for d_k
+    (2 * 4 * 2 * 128 * 2 * 100, r"model's width \(128\) as the width of a key"),  # d_model for d_k
     (2 * 4 * 8 * 128 * 2 * 100, "every key/value head as d_model = 128 numbers wide and all h = 8"),
     ("51200", "should be a number"),
     (12345, "is not right"),
@@ -51,7 +51,7 @@ def measured_bytes(*args):
 
 
 @pytest.mark.parametrize("swapped, hint", [
-    ((4, 128, 8, 2, 50), "vocab and n_layers were swapped"),  # 50 layers
+    ((4, 128, 8, 2, 50), "vocabulary size and the number of layers were swapped"),  # 50 layers
     ((50, 128, 4, 2, 8), "num_heads and n_layers swapped"),  # d_k = 32, 8 layers
 ])
 def test_cache_bytes_names_a_model_built_with_swapped_arguments(swapped, hint):

@@ -36,13 +36,13 @@ def cache_bytes(answer: object) -> None:
         "the cache holds keys and values for the g = 2 shared heads only, not for all h = 8 query heads. (If "
         "you measured it, check that the model was not built with num_heads and n_layers swapped: pass the "
         "sizes as keywords.)": 2 * N_LAYERS * H * D_K * per_number * T,
-        "that is the cache of a model of 50 layers: vocab and n_layers were swapped. Build the model with "
-        "keyword arguments, TinyDecoder(vocab=..., d_model=..., ...).": 2 * 50 * G * D_K * per_number * T,
+        "that is the cache of a model of 50 layers: the vocabulary size and the number of layers were swapped. "
+        "Pass each size as a keyword argument when you build the model.": 2 * 50 * G * D_K * per_number * T,
         "the cache holds keys AND values: two tensors per layer.": N_LAYERS * G * D_K * per_number * T,
         "bfloat16 takes 2 bytes a number, not 4.": 2 * N_LAYERS * G * D_K * 4 * T,
         "that is the size per token; the cache holds all T tokens.": 2 * N_LAYERS * G * D_K * per_number,
         "every layer has its own cache: multiply by n_layers.": 2 * G * D_K * per_number * T,
-        "that takes the model's width, d_model = 128, as the width of a key: each head's keys and values are "
+        "that takes the model's width (128) as the width of a key: each head's keys and values are "
         "d_k = d_model / h = 16 numbers wide.": 2 * N_LAYERS * G * H * D_K * per_number * T,
         "that counts every key/value head as d_model = 128 numbers wide and all h = 8 query heads: each of the "
         "g = 2 shared heads stores keys and values of d_k = d_model / h = 16 numbers.":
