@@ -126,4 +126,4 @@ def heads_explorer(w_one: torch.Tensor, w_two: torch.Tensor, labels: Sequence[Se
                    f"of {b} held-out sequences of {t} tokens, one row per query, under a menu for the head (one "
                    f"head; head 0, head 1 or the average of two heads) and a slider for the sequence, with the "
                    f"head's mean weight on the previous token and on the token two back.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Pick a head: where does each query look?")

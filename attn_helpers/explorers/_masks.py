@@ -21,7 +21,8 @@ __all__ = ["mask_view", "mask_explorer"]
 #: The most tokens the heatmap shows: eight columns of 30 px, with the words beside them, fit a phone.
 MAX_T = 8
 CELL = 30  # px a side
-MASKED_FILL = "#bdbdbd"  # grey, apart from the white-to-blue of the weights
+MASKED_FILL = "#bdbdbd"
+PAD = "<pad>"  # how the axes name a padding position  # grey, apart from the white-to-blue of the weights
 
 
 def mask_view(scores: torch.Tensor, causal: bool, length: int, window: int | None = None) -> dict:
@@ -63,9 +64,12 @@ def _vega_masked_softmax() -> list[dict]:
 def _heatmap(tokens: Sequence[str]) -> tuple[alt.Chart, alt.Chart]:
     """The cells (white to blue by weight, grey if masked; each labelled for screen readers) and their numbers."""
     words = json.dumps(list(tokens))
+    # A position at or beyond the slider's count of real tokens is padding, and its label says so.
+    word = (f"datum.value < real || {words}[datum.value] == '{PAD}' ? {words}[datum.value]"
+            f" : {words}[datum.value] + ' ({PAD})'")
     base = alt.Chart().encode(
-        x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=f"{words}[datum.value]", labelAngle=-45)),
-        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=f"{words}[datum.value]")),
+        x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=word, labelAngle=-45)),
+        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=word)),
     )
     cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.condition("datum.allowed", alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
@@ -130,4 +134,4 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str], causal: bool = Fa
                    f"causal mask, a slider for the number of real tokens (the rest are padding) and a slider for a "
                    f"window; masked cells are grey and marked ×, and a query with no key left gets weights of 0. "
                    f"At the start {masked} of the {t * t} cells are masked.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Tick causal, slide the window: grey is masked")

@@ -13,7 +13,7 @@ from ..attention import attention
 from ..flash import Tile, tile_scores, tiles
 from ..masks import causal_mask
 from ..merge import finite_or_zero
-from ._explorer import Explorer, rounded
+from ._explorer import INK, Explorer, rounded
 
 __all__ = ["tile_walk_view", "tile_walk_explorer"]
 
@@ -150,7 +150,7 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
                                    "(datum.c1 - 1) + ', ' + datum.kind + ': ' + datum.status")
         .encode(x=keys("c0:Q"), x2="c1:Q", y=queries("r0:Q"), y2="r1:Q", description=alt.Description("label:N"))
     )
-    computed = outlines.transform_filter("datum.n > 0").mark_rect(fillOpacity=0, stroke="black").encode(
+    computed = outlines.transform_filter("datum.n > 0").mark_rect(fillOpacity=0, style=INK).encode(
         strokeWidth=alt.condition(f"datum.n == {tile.name}", alt.value(3), alt.value(0.8)))
     skipped = outlines.transform_filter("datum.n == 0").mark_rect(fillOpacity=0, stroke="#888888", strokeDash=[3, 2])
     now = alt.Chart(captions).transform_filter(f"datum.step == {tile.name}")
@@ -176,7 +176,7 @@ def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, t
     x = alt.X("query:O", scale=alt.Scale(domain=list(range(t_q))), title="query", axis=alt.Axis(labelAngle=0))
     state = alt.Chart(rows).transform_filter(f"datum.step == {tile.name}")
     m = state.transform_calculate(label="'m of query ' + datum.query + ': ' + format(datum.m, '.8f')").mark_point(
-        filled=True, size=50, color="black").encode(
+        filled=True, size=50, style=INK).encode(
         x=x, y=alt.Y("m:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
         description=alt.Description("label:N"))
     ell = state.transform_calculate(label="'ℓ of query ' + datum.query + ': ' + format(datum.l, '.8f')").mark_bar(
@@ -220,4 +220,4 @@ def tile_walk_explorer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_
                    f"{block_k}{', causal' if causal else ''}, one at a time under a slider, with each query's running "
                    "maximum m, running sum ℓ and output beside the exact attention, which a query's output reaches "
                    "at the last tile of its row.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Step through the tiles: watch m, ℓ and output")
