@@ -186,10 +186,12 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
     (a plain notebook interface, as Colab is): no kernel runs, the keyboard moves the slider (arrow keys, Home,
     End) while the arrow keys still move between cells, and the weights shown equal ``temperature_view``'s to 1e-6
     at each temperature."""
-    from explorer_browser import labels, labels_after, numbers, press, value_of
+    from explorer_browser import labels, labels_after, press, temperature_shown, value_of
+
+    slider = "log₁₀ of temperature T"
 
     def weights_shown(explorer) -> list[float]:
-        return [numbers(label)[-1] for label in labels(explorer)[:-1]]  # the bars; the last mark is the summary
+        return temperature_shown(labels(explorer))["weights"]
     from playwright.sync_api import sync_playwright
 
     import attn_helpers as ah
@@ -211,14 +213,14 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
             page.click(".lm-Menu-itemLabel:text-is('Shut Down Kernel')")
             page.wait_for_selector("text=No Kernel", timeout=TIMEOUT_MS)  # the notebook's toolbar says so
-            shown = {value_of(explorer, "temperature T"): weights_shown(explorer)}
+            shown = {10 ** value_of(explorer, slider): weights_shown(explorer)}
             # The arrow keys move the focused slider (the learners' lab keeps them from JupyterLab's moving between
             # cells there, scripts/learners_lab/settings), as do Home and End.
             for key, times in (("ArrowRight", 10), ("End", 1), ("Home", 1)):
                 before = labels(explorer)
-                press(explorer, "temperature T", key, times)
+                press(explorer, slider, key, times)
                 labels_after(explorer, before)
-                shown[value_of(explorer, "temperature T")] = weights_shown(explorer)
+                shown[10 ** value_of(explorer, slider)] = weights_shown(explorer)
             # ...and between cells, the arrow keys still move from one cell to the next
             page.locator(".jp-Cell").nth(3).click(position={"x": 5, "y": 5})
             page.keyboard.press("Escape")
@@ -230,7 +232,7 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             kernels = len(api(base, token, "kernels"))
         finally:
             browser.close()
-    assert sorted(shown) == pytest.approx([0.1, 1.0, 1.5, 10.0])
+    assert sorted(shown) == pytest.approx([0.1, 1.0, 10 ** 0.1, 10.0])  # the slider moves log₁₀ T
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
     assert kernels == 0, "a kernel was running while the explorer moved"
