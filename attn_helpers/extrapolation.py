@@ -169,10 +169,13 @@ def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, 
 
 @dataclass(frozen=True)
 class Trained:
-    """One :class:`PositionModel` per scheme of :data:`SCHEMES`, all trained on ``trained_len`` tokens (chapter 11)."""
+    """One :class:`PositionModel` per scheme of :data:`SCHEMES`, all trained ``steps`` steps on batches of
+    ``batch_size`` sequences of ``trained_len`` tokens (chapter 11)."""
 
     models: dict[str, PositionModel]
     trained_len: int
+    steps: int
+    batch_size: int
 
 
 def train_schemes(seed: int = 0, trained_len: int = 16, vocab_size: int = 64, steps: int = 700,
@@ -186,7 +189,7 @@ def train_schemes(seed: int = 0, trained_len: int = 16, vocab_size: int = 64, st
             torch.manual_seed(seed)  # is left as it was
             models[scheme] = PositionModel(scheme, vocab_size, max_len=trained_len)
         train(models[scheme], seq_len=trained_len, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
-    return Trained(models, trained_len)
+    return Trained(models, trained_len, steps, batch_size)
 
 
 def length_table(trained: Trained, scales: tuple[int, ...] = (1, 2, 4)) -> pd.DataFrame:

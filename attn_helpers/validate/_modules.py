@@ -173,7 +173,8 @@ def ring_write(cache: Any, k_new: object, v_new: object, n: object) -> int:
                              f"{tuple(k_new.shape)} and {tuple(v_new.shape)}.")
         if x.dtype != cache.k.dtype:
             raise TypeError(f"{name} has dtype {x.dtype} and the cache holds {cache.k.dtype}: convert with "
-                            f"{name}.to({cache.k.dtype}), or make the cache with RingCache.empty(..., dtype={x.dtype}).")
+                            f"{name}.to({cache.k.dtype}), or make the cache with "
+                            f"RingCache.empty(..., dtype={x.dtype}).")
     following = int(cache.positions.max()) + 1  # 0 for an empty cache
     if whole_number(n) != following:
         held = "it is empty" if following == 0 else f"it holds tokens up to {following - 1}"
