@@ -180,9 +180,10 @@ class Trained:
 
 def train_schemes(seed: int = 0, trained_len: int = 16, vocab_size: int = 64, steps: int = 700,
                   batch_size: int = 32, lr: float = 0.01) -> Trained:
-    """Chapter 11's five models: for each scheme, a :class:`PositionModel` initialised from ``seed`` and trained
-    ``steps`` Adam steps (learning rate ``lr``) on batches of ``batch_size`` induction sequences of ``trained_len``
-    tokens from ``vocab_size`` ids (:func:`train`)."""
+    """The five models of chapter 11's experiment (chapter 11): for each scheme, a :class:`PositionModel` initialised
+    from ``seed`` and trained ``steps`` Adam steps (learning rate ``lr``) on batches of ``batch_size`` induction
+    sequences of ``trained_len`` tokens from ``vocab_size`` ids (:func:`train`). The caller's random stream is left
+    as it was."""
     models = {}
     for scheme in SCHEMES:
         with torch.random.fork_rng(devices=[]):  # the model's initial weights come from seed, the caller's stream
@@ -229,7 +230,7 @@ def stretch_table(trained: Trained, scales: tuple[int, ...] = (2, 4)) -> pd.Data
 def window_table(trained: Trained, scales: tuple[int, ...] = (2, 4), sinks: int = 4) -> pd.DataFrame:
     """The RoPE model's :func:`accuracy` at ``s · trained_len`` tokens with full causal attention, a window of
     ``trained_len`` tokens, and that window with ``sinks`` sinks numbered by their positions in the text (one pass
-    under the mask) or within the cache (decoding through a ring buffer), chapter 11. One row per reading, one
+    under the mask) or within the cache (decoding through a ring buffer) (chapter 11). One row per reading, one
     column per length in tokens."""
     import pandas as pd
 
