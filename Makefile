@@ -28,7 +28,7 @@ CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit-nbval portable site unit nbval portability margins build-strict browser bench lab editions refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval portable site unit nbval portability margins tolerances build-strict browser bench lab editions refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -83,6 +83,9 @@ portability: $(STAMP)  ## nbval over every chapter under each kernel set of scri
 margins: $(STAMP)  ## the trained claims' asserted bounds, measured over 10 seeds under each kernel set (CONTRIBUTING.md)
 	$(PY) scripts/margins.py $(MARGINS_ARGS)
 
+tolerances: $(STAMP)  ## every tolerance's room under each kernel set, into tests/tolerance_room.json (CONTRIBUTING.md)
+	$(PY) scripts/tolerances.py $(TOLERANCES_ARGS)
+
 site: $(STAMP) $(NODE_STAMP)  ## the strict website build, then the link and browser tests of what it built, and chapter 1 in the learners' JupyterLab
 	$(MAKE) --no-print-directory build-strict
 	$(MAKE) --no-print-directory browser
@@ -99,7 +102,7 @@ build-strict: $(STAMP) $(NODE_STAMP)  ## build the website from the committed ou
 browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, every page in headless Chromium) and run chapter 1 in the learners' JupyterLab
 	BOOK_HTML=$(BOOK_OUT)/_build/html $(PY) -m pytest $(SITE_TESTS) -q -p no:cacheprovider
 
-bench: $(STAMP)  ## time make test, unit tests, website builds, import, ah.attention and ah.softmax, GloVe loading
+bench: $(STAMP)  ## time make test, unit tests, website builds, each chapter alone, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
 # make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own

@@ -28,6 +28,7 @@ __all__ = [
     "TwoBackAccuracy",
     "two_back_accuracy",
     "train_two_back",
+    "train_head_counts",
 ]
 
 LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
@@ -141,3 +142,20 @@ def train_two_back(
     with torch_threads():
         losses = fit(model, batch_loss, steps, lr)
         return TrainResult(losses, two_back_accuracy(model).both)
+
+
+def train_head_counts(seed: int = 0, head_counts: tuple[int, ...] = (1, 2), steps: int = 200,
+                      ) -> dict[int, tuple[TwoBackModel, TwoBackAccuracy]]:
+    """Chapter 5's comparison: ``{heads: (model, held-out accuracy)}`` for each number of heads.
+
+    Each ``TwoBackModel(num_heads=heads)`` is drawn after ``torch.manual_seed(seed)`` (the same width, so the same
+    number of parameters) and trained ``steps`` steps on the same batches, seeded with ``seed``.
+    """
+    validate.integer(seed, "seed", minimum=0)
+    trained = {}
+    for heads in head_counts:
+        torch.manual_seed(seed)
+        model = TwoBackModel(num_heads=heads)
+        train_two_back(model, steps=steps, seed=seed)
+        trained[heads] = model, two_back_accuracy(model)
+    return trained

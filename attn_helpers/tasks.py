@@ -14,12 +14,18 @@ position features: the pairs come in a random order, so only their content can t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import validate
 from .training import LETTERS, TrainResult, fit, torch_threads
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "recall_features",
@@ -29,6 +35,8 @@ __all__ = [
     "recall_logits",
     "recall_accuracy",
     "train_recall",
+    "RecallComparison",
+    "compare_recall",
 ]
 
 
@@ -155,3 +163,61 @@ def train_recall(
     with torch_threads():
         losses = fit(model, batch_loss, steps, lr)
         return TrainResult(losses, recall_accuracy(model, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values))
+
+
+
+@dataclass
+class RecallComparison:
+    """What :func:`compare_recall` returns (chapter 12).
+
+    ``accuracy``: held-out accuracy, one row per number of keys, one column per head (``"linear, d_k = 8"``);
+    ``share``: for each head trained on the most keys, the weight its query gives the pair it names, on average;
+    ``heads``: those heads, trained.
+    """
+
+    accuracy: pd.DataFrame
+    share: dict[str, float]
+    heads: dict[str, nn.Module]
+
+
+
+def compare_recall(
+    seed: int = 0, keys: tuple[int, ...] = (4, 8, 16), d_k: int = 8, linear_d_k: tuple[int, ...] = (8, 32),
+    steps: int = 120, n_values: int = 10, held_out_seed: int = 16,
+) -> RecallComparison:
+    """A softmax head of width ``d_k`` and linear attention heads of widths ``linear_d_k``, each trained on recall
+    of n pairs whose keys are all n keys, for each n of ``keys`` (chapter 12).
+
+    The heads are ``attn_helpers.SelfAttentionHead`` and ``linear_attention.LinearAttentionHead``; each starts
+    from weights seeded with ``seed`` and trains on the same batches, :func:`train_recall` with ``seed``, for
+    ``steps`` steps. Accuracy is on 2,000 held-out sequences; the shares on 2,000 more of the most keys, drawn
+    with ``held_out_seed``.
+    """
+    import pandas as pd
+
+    from .linear_attention import LinearAttentionHead
+    from .modules import SelfAttentionHead
+
+    validate.integer(seed, "seed")
+    keys = validate.sizes_list(keys, "keys", why="a number of keys for each run")
+    widths = validate.sizes_list(linear_d_k, "linear_d_k", why="the linear heads' d_k")
+    heads = {f"softmax, d_k = {d_k}": lambda d: SelfAttentionHead(d, d_k, n_values)}
+    heads |= {f"linear, d_k = {w}": lambda d, w=w: LinearAttentionHead(d, w, n_values) for w in widths}
+    accuracy: dict[str, dict[int, float]] = {}
+    trained: dict[str, nn.Module] = {}
+    for n in keys:
+        for name, make in heads.items():
+            with torch.random.fork_rng():  # seeded initial weights, without touching the global generator
+                torch.manual_seed(seed)
+                trained[name] = make(n + n_values + 1)  # chapter 4's one-hot features of n keys and the values
+            result = train_recall(trained[name], steps, n_pairs=n, n_keys=n, n_values=n_values, seed=seed)
+            accuracy.setdefault(name, {})[n] = result.accuracy
+    n = keys[-1]  # the heads kept are those trained on the most keys
+    x, pair_keys, _, query, _ = recall_batch(2000, n, n, n_values, torch.Generator().manual_seed(held_out_seed))
+    asked = pair_keys == query[:, None]  # (b, n): the pair the query names
+    share = {}
+    with torch.no_grad():
+        for name, head in trained.items():
+            _, weights = head(x)  # (b, n + 1, n + 1)
+            share[name] = weights[:, -1, :-1][asked].mean().item()  # the query's weight on the pair it names
+    return RecallComparison(pd.DataFrame(accuracy), share, trained)

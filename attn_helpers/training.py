@@ -23,6 +23,7 @@ from torch import nn
 from tqdm import tqdm
 
 from . import validate
+from .modules import SelfAttentionHead
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -37,6 +38,7 @@ __all__ = [
     "token_labels",
     "copy_task_loss",
     "copy_task_accuracy",
+    "copy_task_head",
     "train_copy_task",
     "plot_losses",
 ]
@@ -167,6 +169,16 @@ def _check_model(model: nn.Module, seq_len: int, vocab_size: int) -> None:
             f"{vocab_size + seq_len} features and returns vocab_size = {vocab_size} scores per token, e.g. "
             f"SelfAttentionHead({vocab_size} + {seq_len}, 8, d_v={vocab_size}); got d_model={d_model}, d_v={d_v}."
         )
+
+
+def copy_task_head(seed: int = 0, d_k: int = 8, seq_len: int = 8, vocab_size: int = 10) -> SelfAttentionHead:
+    """The untrained head for the copy task (chapter 4), its weights drawn after ``torch.manual_seed(seed)``.
+
+    It takes ``vocab_size + seq_len`` features (a one-hot letter, then a one-hot position) and returns
+    ``vocab_size`` scores per token: ``SelfAttentionHead(d_model=18, d_k=8, d_v=10)`` at the defaults.
+    """
+    torch.manual_seed(validate.integer(seed, "seed", minimum=0))
+    return SelfAttentionHead(d_model=vocab_size + seq_len, d_k=d_k, d_v=vocab_size)
 
 
 def train_copy_task(

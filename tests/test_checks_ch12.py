@@ -192,6 +192,89 @@ def state_transposed(q, k, v, decay):  # a (d_v, d_k) state is as good as a (d_k
     return torch.stack(outs)
 
 
+def double_loop(q, k, v, decay):  # the likeliest mistake: each token's dot product with every earlier key, again
+    fq, fk = feature_map(q), feature_map(k)
+    outs = []
+    for i in range(q.shape[0]):
+        num, den = q.new_zeros(v.shape[1]), q.new_zeros(())
+        for j in range(i + 1):
+            w = decay ** (i - j) * (fq[i] @ fk[j])
+            num, den = num + w * v[j], den + w
+        outs.append(num / den)
+    return torch.stack(outs)
+
+
+def double_loop_of_items(q, k, v, decay):  # the same, with Python numbers for the weights, into a preallocated output
+    fq, fk = feature_map(q), feature_map(k)
+    out = q.new_zeros(q.shape[0], v.shape[1])
+    for i in range(q.shape[0]):
+        den = 0.0
+        for j in range(i + 1):
+            w = decay ** (i - j) * torch.dot(fq[i], fk[j]).item()
+            out[i] += w * v[j]
+            den += w
+        out[i] /= den
+    return out
+
+
+def list_of_keys(q, k, v, decay):  # a growing Python list of decayed keys, read at every step: a cache
+    fq, fk = feature_map(q), feature_map(k)
+    keys, values, outs = [], [], []
+    for i in range(q.shape[0]):
+        keys = [key * decay for key in keys] + [fk[i]]
+        values.append(v[i])
+        w = [fq[i] @ key for key in keys]
+        outs.append(sum(a * b for a, b in zip(w, values, strict=True)) / sum(w))
+    return torch.stack(outs)
+
+
+def every_key_with_zeros(q, k, v, decay):  # a weight for all t keys, zero for the later ones, one at a time
+    fq, fk = feature_map(q), feature_map(k)
+    t, outs = q.shape[0], []
+    for i in range(t):
+        w = torch.stack([decay ** (i - j) * (fq[i] @ fk[j]) if j <= i else q.new_zeros(()) for j in range(t)])
+        outs.append(w @ v / w.sum())
+    return torch.stack(outs)
+
+
+def keys_as_columns(q, k, v, decay):  # a (d_k, i + 1) cache of keys, grown by one column a token
+    fq, fk = feature_map(q), feature_map(k)
+    K, V, outs = q.new_zeros(q.shape[1], 0), q.new_zeros(0, v.shape[1]), []
+    for i in range(q.shape[0]):
+        K, V = torch.cat([K * decay, fk[i][:, None]], 1), torch.cat([V, v[i][None]])
+        w = fq[i] @ K
+        outs.append(w @ V / w.sum())
+    return torch.stack(outs)
+
+
+def in_numpy(q, k, v, decay):  # the parallel form, computed where the check cannot watch
+    import numpy as np
+
+    fq, fk, v = feature_map(q).numpy(), feature_map(k).numpy(), v.numpy()
+    i = np.arange(len(fq))
+    A = fq @ fk.T * np.where(i[:, None] >= i, decay ** np.clip(i[:, None] - i, 0, None), 0.0)
+    return torch.from_numpy(A @ v / A.sum(-1, keepdims=True))
+
+
+def in_python_lists(q, k, v, decay):  # the double loop on Python lists
+    fq, fk, v = feature_map(q).tolist(), feature_map(k).tolist(), v.tolist()
+    out = []
+    for i in range(len(fq)):
+        w = [decay ** (i - j) * sum(a * b for a, b in zip(fq[i], fk[j], strict=True)) for j in range(i + 1)]
+        out.append([sum(w[j] * v[j][e] for j in range(i + 1)) / sum(w) for e in range(len(v[0]))])
+    return torch.tensor(out, dtype=q.dtype)
+
+
+def in_python_numbers(q, k, v, decay):  # every number read out with float(), then the same double loop
+    fq, fk = ([[float(x) for x in row] for row in feature_map(m)] for m in (q, k))
+    v_ = [[float(x) for x in row] for row in v]
+    out = []
+    for i in range(len(fq)):
+        w = [decay ** (i - j) * sum(a * b for a, b in zip(fq[i], fk[j], strict=True)) for j in range(i + 1)]
+        out.append([sum(w[j] * v_[j][e] for j in range(i + 1)) / sum(w) for e in range(len(v_[0]))])
+    return torch.tensor(out, dtype=q.dtype)
+
+
 def fixed_size(q, k, v, decay):  # right on the exercise's inputs, with a size written in
     return reference_recurrent(q[:11], k, v, 0.8)
 
@@ -228,6 +311,14 @@ def test_recurrent_accepts_other_right_answers(right, capsys):
     (lambda q, k, v, decay: ah.linear_attention.recurrent(q, k, v, decay)[0], "linear_attention.recurrent"),
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
     (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
+    (double_loop, "4 times the tokens take 1[0-9] times the operations.*not a recurrence"),
+    (double_loop_of_items, "each token costs more than the one before"),
+    (list_of_keys, "each token costs more than the one before"),
+    (every_key_with_zeros, "each token costs more than the one before"),
+    (keys_as_columns, "attention over a cache, not a state"),
+    (in_numpy, "takes the numbers out of PyTorch"),
+    (in_python_lists, "takes the numbers out of PyTorch"),
+    (in_python_numbers, "reads 220 single numbers"),
     (fixed_size, "decay argument"),
     (lambda q, k, v, decay: reference_recurrent(q.float(), k.float(), v.float(), decay), "float64"),
 ])
@@ -381,6 +472,11 @@ def rule_by_cases(p, q, x):  # right, written another way: keep outright where p
     return keep, [v / sum(left) for v in left]
 
 
+def half_as_often(p, q, x):  # emits p exactly, but keeps each draft half as often as it could
+    keep = [min(F(1), p[y] / q[y]) / 2 if q[y] else F(0) for y in range(len(p))]
+    return keep[x], norm([p[y] - q[y] * keep[y] for y in range(len(p))])
+
+
 def test_sampling_rule_accepts_reference(capsys):
     check.sampling_rule_function(reference_rule)
     assert "✓ speculative_rule: correct" in capsys.readouterr().out
@@ -402,6 +498,8 @@ def test_sampling_rule_accepts_another_right_answer(capsys):
     (lambda p, q, x: (min(F(1), p[x] / q[x]), excess(p, q)), "divided by its own total"),
     (lambda p, q, x: (min(F(1), p[x] / q[x]), [a - b for a, b in zip(p, q, strict=True)]), "negative entry"),
     (lambda p, q, x: (F(1), list(p)), "keeps every draft token"),
+    (lambda p, q, x: (F(0), list(p)), "no draft is ever kept"),
+    (half_as_often, "kept less often than it could be"),
     (lambda p, q, x: (min(1.0, float(p[x] / q[x])), norm(excess(p, q))), "not an exact fraction"),
     (lambda p, q, x: min(F(1), p[x] / q[x]), "return two things"),
     (lambda p, q, x: (min(F(1), p[x] / q[x]), norm(excess(p, q))[:3]), "list of 4 probabilities"),
@@ -420,8 +518,8 @@ def test_no_hint_of_chapter_12_quotes_its_solution():
     import inspect
     import re
 
-    from attn_helpers.checks import _ch12_sampling, ch12
-    source = inspect.getsource(ch12) + inspect.getsource(_ch12_sampling)
+    from attn_helpers.checks import _ch12_recurrent, _ch12_sampling, ch12
+    source = "".join(inspect.getsource(module) for module in (ch12, _ch12_recurrent, _ch12_sampling))
     hints = " ".join(re.findall(r'"([^"]*)"', source))
     solutions = ["S = decay * S + torch.outer(fk[i], v[i])", "z = decay * z + fk[i]", "fq[i] @ S / (fq[i] @ z)",
                  "tree[i] |= tree[p]", "min(F(1), p[x] / q[x])", "max(F(0), a - b)",

@@ -5,7 +5,14 @@ import pytest
 import torch
 
 import attn_helpers as ah
-from attn_helpers.heads_task import TwoBackModel, train_two_back, two_back_accuracy, two_back_batch, two_back_loss
+from attn_helpers.heads_task import (
+    TwoBackModel,
+    train_head_counts,
+    train_two_back,
+    two_back_accuracy,
+    two_back_batch,
+    two_back_loss,
+)
 from attn_helpers.training import IGNORE
 
 
@@ -70,3 +77,17 @@ def test_plot_heads_bad_input(kwargs, message):
         ah.plot_heads(torch.rand(2, 3, 3), list("abc"), **kwargs)
     with pytest.raises(ValueError, match="token labels"):
         ah.plot_heads(torch.rand(2, 3, 3), list("ab"))
+
+
+def test_train_head_counts_trains_one_model_per_head_count_from_the_seed():
+    trained = train_head_counts(seed=0, head_counts=(1, 2), steps=3)
+    assert list(trained) == [1, 2]
+    (one, _), (two, acc_two) = trained[1], trained[2]
+    assert (one.attn.num_heads, two.attn.num_heads) == (1, 2)
+    torch.manual_seed(0)
+    by_hand = TwoBackModel(num_heads=2)
+    train_two_back(by_hand, steps=3, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(two.parameters(), by_hand.parameters(), strict=True))
+    assert acc_two == two_back_accuracy(by_hand)
+    with pytest.raises(ValueError, match="seed"):
+        train_head_counts(seed=-1)

@@ -87,3 +87,31 @@ def test_train_recall_rejects_wrong_model_and_steps():
     with pytest.raises(ValueError, match="steps must be"):
         tasks.train_recall(ah.SelfAttentionHead(19, 8, d_v=10), steps=0)
 
+
+
+def test_compare_recall_trains_each_head_for_each_number_of_keys_reproducibly():
+    torch.manual_seed(3)
+    before = torch.rand(1)
+    small = {"keys": (2, 4), "d_k": 4, "linear_d_k": (8,), "steps": 20, "n_values": 4}
+    first, again = tasks.compare_recall(seed=1, **small), tasks.compare_recall(seed=1, **small)
+    torch.manual_seed(3)
+    assert torch.equal(torch.rand(1), before)                                   # the global generator untouched
+    columns = ["softmax, d_k = 4", "linear, d_k = 8"]
+    assert list(first.accuracy.columns) == columns and list(first.accuracy.index) == [2, 4]
+    assert first.accuracy.equals(again.accuracy) and first.share == again.share
+    assert first.accuracy.to_numpy().min() > 0.4                                # chance is 1 / 4: they learned
+    assert list(first.heads) == list(first.share) == columns and all(0 < s < 1 for s in first.share.values())
+    assert isinstance(first.heads["linear, d_k = 8"], ah.linear_attention.LinearAttentionHead)
+    assert first.heads["softmax, d_k = 4"].d_model == 4 + 4 + 1                 # the heads kept: the most keys
+    assert not tasks.compare_recall(seed=2, **small).accuracy.equals(first.accuracy)  # the seed matters
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"keys": (8, 4)}, "keys must be increasing"),
+    ({"keys": ()}, "keys must be a non-empty list"),
+    ({"linear_d_k": (0,)}, "linear_d_k must be a non-empty list of positive ints"),
+    ({"seed": 0.5}, "seed"),
+])
+def test_compare_recall_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tasks.compare_recall(**kwargs)

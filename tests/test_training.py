@@ -112,3 +112,14 @@ def test_torch_threads_sets_the_count_and_restores_it():
     with pytest.raises(ValueError, match=r"threads must be a positive integer or None, got 0\."):
         with training.torch_threads(0):
             pass
+
+
+def test_copy_task_head_is_chapter_4s_head_drawn_from_its_seed():
+    head = training.copy_task_head(seed=3)
+    assert isinstance(head, ah.SelfAttentionHead) and (head.d_model, head.d_k, head.d_v) == (18, 8, 10)
+    torch.manual_seed(3)
+    by_hand = ah.SelfAttentionHead(d_model=18, d_k=8, d_v=10)
+    assert all(torch.equal(a, b) for a, b in zip(head.parameters(), by_hand.parameters(), strict=True))
+    assert not torch.equal(training.copy_task_head(seed=4).W_q.weight, head.W_q.weight)
+    with pytest.raises(ValueError, match="seed"):
+        training.copy_task_head(seed=-1)

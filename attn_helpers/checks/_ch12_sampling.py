@@ -115,6 +115,15 @@ def _check_pair(fn: Callable, p: list[Fraction], q: list[Fraction]) -> None:
                           f"p: a total-variation distance of {float(distance):.3g}. Hint: a token x must come out "
                           f"with probability p[x] in all, kept as a draft or drawn as a replacement; work out both "
                           f"parts for a token the draft over-proposes and for one it under-proposes.")
+    wasted = [x for x, (accept, _) in verdicts.items() if accept < speculative.sampling_rule(p, q, x)[0]]
+    if wasted:
+        never = all(verdicts[x][0] == 0 for x in verdicts)
+        raise CheckFailed(f"with p={_show(p)} and q={_show(q)}, one step emits p, but "
+                          + ("no draft is ever kept: the target samples alone, and drafting was wasted. "
+                             if never else f"draft token {wasted[0]} is kept less often than it could be, so more "
+                             f"drafts are thrown away than need be. ")
+                          + "Hint: keep x as often as you can without x coming out more often than the target wants "
+                            "it; only what the kept drafts cannot deliver should come from replacements.")
 
 
 def sampling_rule_function(fn: Callable) -> None:

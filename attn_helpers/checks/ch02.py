@@ -30,13 +30,13 @@ def stretched_toy_weights(w_raw: torch.Tensor, w_scaled: torch.Tensor) -> None:
     d = D_PREDICT
     scores = _toy_scores(d)
     raw, scaled = torch.softmax(scores, dim=0), torch.softmax(scores / math.sqrt(d), dim=0)
-    check_tensor(w_raw, raw, "w_raw", {
+    check_tensor(w_raw, raw, "w_raw", atol=1e-5, mistakes={
         "these are the raw scores q·k; pass them through a softmax to get weights.": scores,
         "w_raw should use the raw scores; you divided them by √d, which is w_scaled.": scaled,
         "these are the weights in 8 dimensions (16 and 8); the exercise stretches the vectors to 32.":
             torch.softmax(_toy_scores(8), dim=0),
     })
-    check_tensor(w_scaled, scaled, "w_scaled", {
+    check_tensor(w_scaled, scaled, "w_scaled", atol=1e-5, mistakes={
         "the scores are not scaled: divide them by √d before the softmax.": raw,
         "you divided by d; divide by √d = √32 instead.": torch.softmax(scores / d, dim=0),
         "these are the scaled weights in 8 dimensions (0.9442, 0.0558); redo them with d = 32.":

@@ -5,7 +5,8 @@ seed that returns the values of the names that comparison reads, computed by the
 chapter's cell calls. The comparison's bound is read from the chapter, never typed here: a claims module holds no
 number (``tests/test_claims.py``), so an experiment's settings live in its package function.
 
-    Claim(12, 'recall.loc[8, "linear, d_k = 8"] < 0.97', lambda seed: {"recall": ah.tasks.recall_table(seed=seed)})
+    Claim(12, 'accuracy.loc[16, "linear, d_k = 8"] < 0.7',
+          lambda seed: {"accuracy": ah.tasks.compare_recall(seed=seed).accuracy})
 
 ``scripts/margins.py`` evaluates each claim for several seeds under each kernel set and prints its room.
 """
@@ -45,9 +46,9 @@ class Claim:
 
     def values(self, seed: int) -> list[float]:
         """The comparison's operands for `seed`, left to right, each as a float."""
-        names = dict(self.names(seed))
+        names = dict(self.names(seed))  # as globals, so that a generator expression in the assert sees them too
         operands = [self.comparison.left, *self.comparison.comparators]
-        return [float(eval(compile(ast.Expression(o), "<claim>", "eval"), {}, names)) for o in operands]  # noqa: S307
+        return [float(eval(compile(ast.Expression(o), "<claim>", "eval"), names)) for o in operands]  # noqa: S307
 
     def measured(self, values: list[float]) -> float:
         """What the table shows: the one operand that is not a constant, or for a ranking its smallest step."""
