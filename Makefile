@@ -28,7 +28,7 @@ CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
 JCACHE := JUPYTERCACHE=$(BOOK_OUT)/_build/.jupyter_cache jcache
 EXEC_TIMEOUT := $(shell sed -n 's/^  timeout: *\([0-9]*\).*/\1/p' _config.yml)
 
-.PHONY: help setup lock book test unit-nbval portable site unit nbval portability margins tolerances build-strict browser bench lab editions refresh lint clean student nbgrader grade
+.PHONY: help setup lock book test unit-nbval portable site unit nbval portability torch-versions margins tolerances build-strict browser bench lab editions refresh lint clean student nbgrader grade
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -79,6 +79,10 @@ portable: $(STAMP)  ## nbval over every chapter under one other kernel set (torc
 
 portability: $(STAMP)  ## nbval over every chapter under each kernel set of scripts/portability.py: 0 differing cells
 	$(PY) scripts/portability.py $(CHAPTERS)
+
+# make torch-versions: its own target, never part of make test (its first run downloads several GB of torch).
+torch-versions: $(STAMP)  ## every chapter under the oldest torch pyproject.toml accepts and the newest pip installs: errors, then differing outputs
+	$(PY) scripts/torch_versions.py $(CHAPTERS)
 
 margins: $(STAMP)  ## the trained claims' asserted bounds, measured over 10 seeds under each kernel set (CONTRIBUTING.md)
 	$(PY) scripts/margins.py $(MARGINS_ARGS)
@@ -136,4 +140,4 @@ lint: $(STAMP)  ## ruff over the package, tests, scripts and notebooks
 
 clean:  ## remove the built site and caches (keeps .venv)
 	rm -rf _build .pytest_cache .ruff_cache
-	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+	find . -name __pycache__ -not -path './$(VENV)/*' -not -path './.venv-torch/*' -prune -exec rm -rf {} +

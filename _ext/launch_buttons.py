@@ -22,6 +22,7 @@ the same edition, copied into the site as ``editions/NN_slug.ipynb``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -134,9 +135,32 @@ def copy_editions(app: Sphinx, exception: Exception | None) -> None:
             shutil.copyfile(edition, target / edition.name)
 
 
+def with_download_attribute(html: str, edition: str) -> str:
+    """``html`` with a ``download`` attribute, naming the file ``edition``, on each link to the site's copy of the
+    edition (not on the Colab and Binder buttons, which open it there; the theme's link macro takes no other
+    attribute): a host that serves ``.ipynb`` files as text then still saves
+    it, rather than showing it in a tab."""
+    link = re.compile(rf'<a href="((?![a-z]+:)[^"]*/{re.escape(EDITIONS)}/{re.escape(edition)})"(?! download=)')
+    return link.sub(lambda m: f'<a href="{m[1]}" download="{edition}"', html)
+
+
+def mark_downloads(app: Sphinx, exception: Exception | None) -> None:
+    """Give each chapter page's download button its ``download`` attribute (:func:`with_download_attribute`)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for doc in sorted(d for d in app.env.found_docs if d.startswith("chapters/")):
+        page = Path(app.outdir) / f"{doc}.html"
+        if page.is_file():
+            html = page.read_text(encoding="utf-8")
+            marked = with_download_attribute(html, f"{Path(doc).name}.ipynb")
+            if marked != html:
+                page.write_text(marked, encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", configure, priority=100)
     app.connect("html-page-context", point_to_editions, priority=600)  # after the theme's add_launch_buttons (501)
     app.connect("html-page-context", download_edition, priority=600)  # after the theme's add_header_buttons
     app.connect("build-finished", copy_editions)
+    app.connect("build-finished", mark_downloads)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

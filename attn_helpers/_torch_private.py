@@ -19,8 +19,10 @@ import torch
 def dispatch_mode_base() -> type:
     """PyTorch's ``TorchDispatchMode``, subclassed so that it runs eagerly.
 
-    The subclass turns off the ``torch.compile`` guard that would import ``torch._dynamo`` (a second
-    or more) on first use; nothing in the book runs a dispatch mode under ``torch.compile``.
+    A newer PyTorch (2.13, not 2.9) wraps each subclass's ``__torch_dispatch__`` for ``torch.compile``, which
+    imports ``torch._dynamo`` (a second or more) on first use; where the class has that switch
+    (``_should_skip_dynamo``), the subclass turns it off. Nothing in the book runs a dispatch mode under
+    ``torch.compile``.
     """
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -30,16 +32,12 @@ def dispatch_mode_base() -> type:
             f"which attn_helpers uses to count tensor memory and record operators: update "
             f"attn_helpers/_torch_private.py."
         ) from error
-    if not hasattr(TorchDispatchMode, "_should_skip_dynamo"):  # pragma: no cover
-        raise ImportError(
-            f"PyTorch {torch.__version__} changed TorchDispatchMode (no _should_skip_dynamo): "
-            f"update attn_helpers/_torch_private.py."
-        )
 
     class EagerDispatchMode(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            return False  # never wrap __torch_dispatch__ for torch.compile
+        if hasattr(TorchDispatchMode, "_should_skip_dynamo"):  # an older PyTorch has no wrapping to turn off
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                return False  # never wrap __torch_dispatch__ for torch.compile
 
     return EagerDispatchMode
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import attention
+from .training import torch_threads
 from .validate import as_float_tensor, integer
 
 if TYPE_CHECKING:
@@ -47,18 +48,20 @@ def attention_layers(
 
     Each layer computes ``A(Z) = softmax(ZZᵀ/√d) Z`` with ``Z = LayerNorm(X)`` if ``layer_norm`` else
     ``Z = X``, and the new ``X`` is ``X + A(Z)`` if ``residual`` else ``A(Z)`` (the pre-LayerNorm
-    arrangement). Float64, so the collapse can be followed down to round-off.
+    arrangement). Float64, so the collapse can be followed down to round-off; one thread, which for
+    matrices this small is also the fastest.
     """
     X = as_float_tensor(X, "X", min_dim=2).detach().double()
     if X.dim() != 2:
         raise ValueError(f"attention_layers takes one sequence of shape (t, d); got {tuple(X.shape)}.")
     layers = integer(layers, "layers", minimum=1)
     states = [X]
-    for _ in range(layers):
-        Z = F.layer_norm(X, X.shape[-1:]) if layer_norm else X  # (t, d)
-        A, _ = attention(Z, Z, Z)  # (t, d)
-        X = X + A if residual else A
-        states.append(X)
+    with torch_threads():
+        for _ in range(layers):
+            Z = F.layer_norm(X, X.shape[-1:]) if layer_norm else X  # (t, d)
+            A, _ = attention(Z, Z, Z)  # (t, d)
+            X = X + A if residual else A
+            states.append(X)
     return states
 
 

@@ -13,19 +13,23 @@ are computed in float32, as real kernels accumulate ``m``, ``ℓ`` and the outpu
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 import torch
 
 from . import validate
+from .attention import attention
 from .merge import finite_or_zero  # -inf -> 0 (chapter 9)
+from .modules import SelfAttentionHead
 from .traffic import Traffic
+from .training import train_copy_task
 
 __all__ = [
     "Tile", "tiles", "tile_counts", "tile_scores", "flash_forward", "flash_backward", "FlashAttention",
-    "flash_attention", "plot_tiles",
+    "flash_attention", "CopyHead", "copy_task_both_ways", "plot_tiles",
 ]
 
 
@@ -240,20 +244,53 @@ def flash_attention(
     return FlashAttention.apply(q, k, v, mask, causal, block_q, block_k, scale)
 
 
+class CopyHead(SelfAttentionHead):
+    """Chapter 4's copy-task head with the attention function as a setting: ``attend(q, k, v)`` returns the output
+    ``(b, t, d_v)``; the input is cast to the head's precision (chapter 10)."""
+
+    def __init__(self, attend: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+        super().__init__(10 + 8, 8, d_v=10)  # one-hot token and position in, one score per token out
+        self.attend = attend
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+        x = x.to(self.W_q.weight.dtype)  # (b, t, d_model), in the head's precision
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (b, t, d_k), (b, t, d_k), (b, t, d_v)
+        return self.attend(q, k, v), None  # (b, t, d_v); no weights to return
+
+
+def copy_task_both_ways(seed: int = 0, steps: int = 100, block: int = 3) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Train a :class:`CopyHead` in float64 on chapter 4's copy task twice, from the same initial weights (drawn with
+    ``seed``) and batches: once with ``ah.attention``, once with :func:`flash_attention` in tiles of
+    ``block × block`` (chapter 10). Returns each step's loss ``(steps, 2)``, one column per run, and each run's
+    accuracy on 1,000 fresh sequences."""
+    validate.integer(seed, "seed", minimum=0)
+    runs = {"ah.attention": lambda q, k, v: attention(q, k, v)[0],
+            "flash_attention": lambda q, k, v: flash_attention(q, k, v, block_q=block, block_k=block)}
+    losses, accuracy = {}, {}
+    for name, attend in runs.items():
+        with torch.random.fork_rng(devices=[]):  # the same initial weights for both, and the caller's generator kept
+            torch.manual_seed(seed)
+            head = CopyHead(attend).double()
+        run = train_copy_task(head, steps=steps, seed=seed, progress=False)
+        losses[name], accuracy[name] = run.losses, run.accuracy
+    return pd.DataFrame(losses, index=pd.RangeIndex(1, steps + 1, name="step")), accuracy
+
+
 def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = True, ax: Any = None) -> Any:
     """Draw the score matrix cut into tiles: allowed scores dark, blocked ones light, and each tile outlined and
-    labelled as computed, masked (computed, the diagonal crosses it) or skipped (chapter 10). Returns the Axes."""
+    labelled as computed, masked (computed, and the diagonal crosses it) or skipped; the title counts them as
+    :func:`tile_counts` does, the masked tiles among the computed ones (chapter 10). Returns the Axes."""
     import matplotlib.pyplot as plt  # only when a figure is drawn
     from matplotlib.patches import Rectangle
 
-    tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
+    counts = tile_counts(t_q, t_k, block_q, block_k, causal)  # checks the sizes
     shift = t_k - t_q
     if ax is None:
         _, ax = plt.subplots(figsize=(4, 4))
     allowed = (torch.arange(t_k)[None, :] <= torch.arange(t_q)[:, None] + shift) if causal else torch.ones(t_q, t_k)
-    ax.imshow(allowed.float(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
+    ax.imshow(allowed.float().numpy(), cmap="Greys", vmin=-0.3, vmax=1.6, extent=(0, t_k, t_q, 0))
     done = {(tile.rows.start, tile.cols.start): tile for tile in tiles(t_q, t_k, block_q, block_k, causal)}
-    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.6", ":")}
+    styles = {"computed": ("tab:blue", "-"), "masked": ("tab:orange", "-"), "skipped": ("0.45", ":")}
     for r in range(0, t_q, block_q):
         for c in range(0, t_k, block_k):
             tile = done.get((r, c))
@@ -268,5 +305,6 @@ def plot_tiles(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool = Tr
     ax.set_yticks(range(0, t_q + 1, block_q))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
-    ax.set_title(f"t = {t_q}, tiles of {block_q} queries × {block_k} keys")
+    ax.set_title(f"{t_q} queries × {t_k} keys in tiles of {block_q} × {block_k}:\n{counts['computed']} computed "
+                 f"({counts['masked']} of them masked), {counts['skipped']} skipped", fontsize=11)
     return ax

@@ -146,7 +146,7 @@ def train_two_back(
 
 def train_head_counts(seed: int = 0, head_counts: tuple[int, ...] = (1, 2), steps: int = 200,
                       ) -> dict[int, tuple[TwoBackModel, TwoBackAccuracy]]:
-    """Chapter 5's comparison: ``{heads: (model, held-out accuracy)}`` for each number of heads.
+    """``{heads: (model, held-out accuracy)}`` for each number of heads (chapter 5).
 
     Each ``TwoBackModel(num_heads=heads)`` is drawn after ``torch.manual_seed(seed)`` (the same width, so the same
     number of parameters) and trained ``steps`` steps on the same batches, seeded with ``seed``.

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -29,6 +30,8 @@ __all__ = [
     "RetrievalAttention",
     "train_retrieval",
     "retrieval_errors",
+    "NullKeyExperiment",
+    "null_key_experiment",
     "plot_null_weights",
 ]
 
@@ -145,15 +148,51 @@ def train_retrieval(model: RetrievalAttention, task: RetrievalTask, steps: int =
 def retrieval_errors(model: RetrievalAttention, task: RetrievalTask) -> dict[str, float]:
     """Mean squared error on the queries with a matching key (``present``) and without (``absent``) (chapter 9).
 
-    Also: the mean weight on "nothing" for both kinds of query, and ``length_present``, the mean of
-    ``|output| / |target|`` over the queries with a matching key (1 for answers of the right length).
+    Also: the mean weight on "nothing" for both kinds of query; ``length_present``, the mean of
+    ``|output| / |target|`` over the queries with a matching key (1 for answers of the right length); and
+    ``top_absent``, the mean over the queries without one of the largest weight on a real key.
     """
-    out, w = model(task)
+    out, w = model(task)  # (n, d_v), (n, t + 1)
     err = ((out - task.target) ** 2).mean(dim=-1)  # (n,)
     p = task.present
     return {"present": float(err[p].mean()), "absent": float(err[~p].mean()),
             "length_present": float((out[p].norm(dim=-1) / task.target[p].norm(dim=-1)).mean()),
-            "null_weight_absent": float(w[~p, -1].mean()), "null_weight_present": float(w[p, -1].mean())}
+            "null_weight_absent": float(w[~p, -1].mean()), "null_weight_present": float(w[p, -1].mean()),
+            "top_absent": float(w[~p, :-1].amax(dim=-1).mean())}
+
+
+@dataclass
+class NullKeyExperiment:
+    """What :func:`null_key_experiment` returns (chapter 9).
+
+    ``table``: one row per normaliser (index :data:`NORMALISERS`) with the columns ``key present`` and
+    ``key absent`` (mean squared error per number), ``nothing (absent)`` and ``nothing (present)`` (mean weight
+    on "nothing"), ``length (present)`` (mean ``|output| / |target|`` with the key present) and
+    ``largest weight (absent)`` (mean largest weight on a real key with the key absent);
+    ``models``: the three trained :class:`RetrievalAttention`; ``test``: the held-out :class:`RetrievalTask`.
+    """
+
+    table: pd.DataFrame
+    models: dict[str, RetrievalAttention]
+    test: RetrievalTask
+
+
+def null_key_experiment(seed: int = 0, n: int = 512, steps: int = 200, lr: float = 0.05, train_seed: int = 0,
+                        test_seed: int = 1) -> NullKeyExperiment:
+    """Chapter 9's experiment: one :class:`RetrievalAttention` per normaliser, all three started from the same
+    weights (``seed``), trained with :func:`train_retrieval` on ``n`` examples and measured with
+    :func:`retrieval_errors` on ``n`` others; the tasks come from ``train_seed`` and ``test_seed`` (chapter 9).
+    """
+    train, test = retrieval_task(n, seed=train_seed), retrieval_task(n, seed=test_seed)
+    models, rows = {}, {}
+    for name in NORMALISERS:
+        models[name] = RetrievalAttention(name, seed=seed)
+        train_retrieval(models[name], train, steps=steps, lr=lr)  # full-batch Adam on the squared error
+        r = retrieval_errors(models[name], test)
+        rows[name] = {"key present": r["present"], "key absent": r["absent"],
+                      "nothing (absent)": r["null_weight_absent"], "nothing (present)": r["null_weight_present"],
+                      "length (present)": r["length_present"], "largest weight (absent)": r["top_absent"]}
+    return NullKeyExperiment(pd.DataFrame.from_dict(rows, orient="index"), models, test)
 
 
 def plot_null_weights(weights: dict[str, torch.Tensor], title: str = "Where absent queries put their weight"

@@ -146,14 +146,17 @@ def paper_blocks(M: int, d: int) -> tuple[int, int]:
 
 
 def fitted_blocks(M: int, d: int) -> tuple[int, int]:
-    """:func:`paper_blocks`, with ``block_q`` cut down until one step fits in ``M`` numbers (chapter 10).
+    """:func:`paper_blocks`, with ``block_k`` cut down until one step fits in ``M`` numbers (chapter 10).
 
-    ``block_k = min(⌈M/4d⌉, d)``; ``block_q`` is the paper's ``⌈M/4d⌉`` or the largest block of queries for which
-    :func:`fast_memory` is at most ``M``, whichever is smaller.
+    The traffic of ``ah.flash.flash_forward`` depends on the outer block ``block_q`` alone (each block of queries
+    reads all of ``K`` and ``V`` once), so the outer block keeps the paper's ``⌈M/4d⌉`` and the inner one gives way:
+    ``block_k`` is ``min(⌈M/4d⌉, d)`` or the largest block of keys for which :func:`fast_memory` is at most ``M``,
+    whichever is smaller. Only where not even one key fits beside ``⌈M/4d⌉`` queries is ``block_q`` cut too.
     """
-    block_q, block_k = paper_blocks(M, d)
-    largest = (M - 2 * block_k * d) // (2 * d + block_k + 2)  # fast_memory(B_r, B_c, d, d) <= M, solved for B_r
-    if largest < 1:
-        raise ValueError(f"a fast memory of M = {M:,} numbers cannot hold even one query beside {block_k} keys and "
-                         f"values of width d = {d}: take M of at least {fast_memory(1, block_k, d, d):,}.")
-    return min(block_q, largest), block_k
+    outer, inner = paper_blocks(M, d)
+    block_q = min(outer, (M - 2 * d) // (2 * d + 3))  # fast_memory(B_r, 1, d, d) <= M: room for at least one key
+    if block_q < 1:
+        raise ValueError(f"a fast memory of M = {M:,} numbers cannot hold even one query beside one key and value "
+                         f"of width d = {d}: take M of at least {fast_memory(1, 1, d, d):,}.")
+    largest = (M - block_q * (2 * d + 2)) // (block_q + 2 * d)  # fast_memory(B_r, B_c, d, d) <= M, solved for B_c
+    return block_q, min(inner, largest)

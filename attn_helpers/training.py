@@ -189,7 +189,7 @@ def train_copy_task(
 
     The head's output ``(b, t, vocab_size)`` is read directly as scores over the vocabulary.
     Batches come from a generator seeded with ``seed``; training runs on one CPU thread, so the
-    same seed gives the same numbers on any machine with the same PyTorch. Shows a tqdm bar
+    same seed gives the same numbers run after run (another CPU's kernels can move the last bits). Shows a tqdm bar
     when ``progress``. Returns the loss of every step and the accuracy on 1,000 fresh sequences.
     """
     _check_model(model, seq_len, vocab_size)

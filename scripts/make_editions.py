@@ -15,11 +15,16 @@ computed, made for plain Jupyter:
   1.2", that JupyterLab and Jupyter Notebook 7 show collapsed (cell metadata ``jp-MarkdownHeadingCollapsed``)
   and Colab too (notebook metadata ``colab.collapsed_sections``, which lists the cell's ``metadata.id``): the
   solution's text, code and output (the answer to a "predict, then run" question) sit hidden under it, and a
-  click opens them. Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell for the
+  click opens them. Running the chapter cell by cell (Shift+Enter) unfolds each such heading in JupyterLab and
+  Notebook 7, which unfold the heading above the active cell: so each solution cell also keeps itself out of
+  view, its code and output collapsed (cell metadata ``jupyter.source_hidden`` and ``outputs_hidden``; the kernel
+  runs it under ``%%capture``, since a run shows a cell's new output), its prose in a closed ``<details>``.
+  Its ``{solution-end}`` cell becomes a heading, "Your answer", over a code cell for the
   learner's own attempt: it runs after the solution, so the check cell below it checks the learner's answer,
   and Run All still runs the whole chapter. Each solution code cell begins with a comment line, "# The book's
   solution to Exercise 1.2 (folded) ...", by which the check tells the folded solution's names from the
-  learner's: an answer cell that does not define the name the check reads fails (attn_helpers/checks/_answer.py).
+  learner's: an answer cell that does not define the name the check reads is not answered, and an answer in a
+  cell the learner added between the solution and the check is judged (attn_helpers/checks/_answer.py).
   Until the learner writes there, the cell's one line of code,
   ``ah.checks.no_answer_yet("1.2")``, makes the check say that it checked the book's solution and that the
   exercise waits for an answer (not a bare "✓ correct" under an empty cell); the check's committed output in

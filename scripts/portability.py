@@ -69,25 +69,38 @@ def environment(config: Config) -> dict:
     return env
 
 
-def run(config: Config, chapters: list[Path], show: bool = False) -> dict[str, list[str]]:
-    """nbval over `chapters` under `config`: the failing cells of each chapter (empty lists when all match)."""
+def nbval(chapters: list[Path], env: dict, processes: int, python: str = sys.executable,
+          show: bool = False) -> dict[str, list[tuple[str, str]]]:
+    """nbval over `chapters` with `python` in `env`: each chapter's failing cells as (cell, nbval's report of it).
+
+    The kernels run on `python` too (jupyter_client starts the python3 kernel with the interpreter that asks).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
-        command = [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider",
+        command = [python, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider",
                    "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg"), f"--junitxml={report}",
-                   *(["-n", str(config.processes), "--dist", "loadfile"] if config.processes > 1 else []),
+                   *(["-n", str(processes), "--dist", "loadfile"] if processes > 1 else []),
                    *map(str, chapters)]
-        done = subprocess.run(command, cwd=ROOT, env=environment(config), capture_output=True, text=True)
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         if show:
             print(done.stdout[-20000:], flush=True)
         if not report.exists():
-            raise RuntimeError(f"pytest did not run under {config.name}:\n{done.stdout}\n{done.stderr}")
-        failures: dict[str, list[str]] = {Path(c).name: [] for c in chapters}
+            raise RuntimeError(f"pytest did not run with {python}:\n{done.stdout}\n{done.stderr}")
+        failures: dict[str, list[tuple[str, str]]] = {Path(c).name: [] for c in chapters}
         for case in ElementTree.parse(report).iter("testcase"):
-            if case.find("failure") is not None or case.find("error") is not None:
+            failed = case.find("failure")
+            failed = failed if failed is not None else case.find("error")
+            if failed is not None:
                 chapter = case.get("classname").split(".")[-2] + ".ipynb"  # "chapters.NN_slug.ipynb"
-                failures.setdefault(chapter, []).append(case.get("name"))
+                text = "\n".join(filter(None, (failed.get("message"), failed.text)))
+                failures.setdefault(chapter, []).append((case.get("name"), text))
         return failures
+
+
+def run(config: Config, chapters: list[Path], show: bool = False) -> dict[str, list[str]]:
+    """nbval over `chapters` under `config`: the failing cells of each chapter (empty lists when all match)."""
+    failures = nbval(chapters, environment(config), config.processes, show=show)
+    return {chapter: [name for name, _ in cells] for chapter, cells in failures.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -123,17 +123,15 @@ def scaled_difference(name: str, a: object, b: object, kwargs: dict) -> float:
     gap = (a - b).abs()
     both_nan = a.isnan() & b.isnan()
     allowed = atol + rtol * b.abs()
-    scaled = torch.where(gap == 0, 0.0, gap / allowed)
+    scaled = torch.where(a == b, 0.0, gap / allowed)  # equal, infinities included, as allclose counts them
     scaled = torch.where(both_nan & kwargs.get("equal_nan", False), 0.0, scaled).nan_to_num(nan=math.inf)
     return float(scaled.max()) if scaled.numel() else 0.0
 
 
-def bound_room(op: str, value: float, bound: float) -> float:
-    """Room of `value OP bound` (the small number on the right): bound/value below, value/bound above."""
-    below = op in ("Lt", "LtE")
-    if below:
-        return math.inf if value <= 0 else bound / value
-    return math.inf if bound <= 0 < value else (value / bound if value > 0 else 0.0)
+def bound_room(value: float, bound: float) -> float:
+    """Room of a comparison of `value` with a small positive `bound`: how many times over it would have to move to
+    reach the bound, whichever side it is on (a gap far below its tolerance, or a drift far above it)."""
+    return math.inf if value <= 0 else max(bound / value, value / bound)
 
 
 # ------------------------------------------------------------------ the recorder, installed in the chapter's kernel
@@ -188,7 +186,7 @@ class Recorder(ast.NodeTransformer):
                 value, bound, side = (left, right, op) if small[i + 1] else (right, left, flipped[op])
                 worst = _as_float(value, max if side in ("Lt", "LtE") else min)
                 if worst is not None:
-                    self.record(f"cell {where}", code, bound_room(side, worst, abs(bound)))
+                    self.record(f"cell {where}", code, bound_room(worst, abs(bound)))
             if not _truth(result):
                 return result
         return result
@@ -218,7 +216,7 @@ class Recorder(ast.NodeTransformer):
             frame = sys._getframe(1)
             if Path(frame.f_code.co_filename).parent != CHECKS:
                 return result  # not a check's comparison
-            while frame is not None and not _in_check_module(frame.f_code.co_filename):
+            while frame is not None and not _in_check_function(frame):  # a generator's frame: its function's
                 frame = frame.f_back
             if frame is not None:
                 import inspect
@@ -234,9 +232,10 @@ class Recorder(ast.NodeTransformer):
         return allclose
 
 
-def _in_check_module(filename: str) -> bool:
-    path = Path(filename)
-    return path.parent == CHECKS and path.name.startswith("ch")
+def _in_check_function(frame) -> bool:  # noqa: ANN001
+    """A frame of a module-level function of attn_helpers/checks/chNN.py (a check, or a helper it calls)."""
+    path = Path(frame.f_code.co_filename)
+    return path.parent == CHECKS and path.name.startswith("ch") and callable(frame.f_globals.get(frame.f_code.co_name))
 
 
 def _no_args() -> ast.arguments:

@@ -27,9 +27,10 @@ TIMEOUT_MS = 30_000
 PHONE = {"width": 390, "height": 844}
 #: Waits until every explorer on the page is drawn (or failed, which the test then reports).
 ALL_DRAWN_JS = "() => [...document.querySelectorAll('.book-explorer')].every(b => b.dataset.ready || b.dataset.error)"
-#: The marks a reader's screen reader announces one by one (the axes, which Vega labels too, left out).
+#: The marks a reader's screen reader announces one by one (the axes, legends and caption, which Vega labels too,
+#: left out).
 MARKS = ("svg [role='graphics-symbol'][aria-label]"
-         ":not([aria-roledescription='axis']):not([aria-roledescription='legend'])")
+         ":not([aria-roledescription='axis']):not([aria-roledescription='legend']):not([aria-roledescription='title'])")
 NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
 
 
@@ -168,3 +169,32 @@ def assert_fits_a_phone(explorer) -> None:
     right = explorer.evaluate("el => Math.max(...[el, ...el.querySelectorAll('svg, .vega-bindings, label')]"
                               ".map(e => e.getBoundingClientRect().right))")
     assert right <= PHONE["width"], f"the explorer reaches {right} px on a {PHONE['width']}-px screen"
+
+
+#: A mark of chapter 2's temperature explorer: a bar, with its key, score and weight.
+TEMPERATURE_BAR = re.compile(r"^(key \d+) \(score (-?[\d.]+)\): weight (\d\.\d{8})$")
+
+
+def temperature_shown(marks: list[str]) -> dict:
+    """What chapter 2's temperature explorer shows, read from its marks' labels (``labels``): the keys, their
+    scores and weights, the largest weight, the entropy and ln t, the uniform weight, where T stands, the marks."""
+    seen: dict = {"keys": [], "scores": [], "weights": [], "marks": {}}
+    for label in map(signed, marks):
+        if bar := TEMPERATURE_BAR.match(label):
+            seen["keys"].append(bar[1])
+            seen["scores"].append(float(bar[2]))
+            seen["weights"].append(float(bar[3]))
+        elif label.startswith("largest weight "):
+            (seen["largest"],) = numbers(label)
+        elif label.startswith("entropy "):
+            seen["entropy"], seen["ln_t"] = numbers(label)
+        elif label.startswith("uniform weight "):
+            seen["uniform"] = numbers(label)[-1]
+        elif label.startswith("temperature T "):
+            (seen["T"],) = numbers(label)
+        elif label.startswith("mark at "):
+            name, value = label.removeprefix("mark at ").rsplit(" = ", 1)
+            seen["marks"][name] = float(value)
+        else:
+            raise AssertionError(f"unexpected mark {label!r}")
+    return seen

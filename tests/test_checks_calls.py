@@ -121,8 +121,9 @@ def test_merge_with_the_notebooks_sizes_names_them():
                   "    return x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2)\n\n"
                   "def merge_heads(x):\n    return x.transpose(1, 2).reshape(b, t, h * d_k)\n")
     with pytest.raises(CheckFailed, match=r"merge_heads raised RuntimeError on a \(3, 4, 10\) tensor with h = 5, "
-                                          r"though it worked on the exercise's inputs.*merge_heads reads b, d_k, h, t "
-                                          r"from the notebook.*Hint: take b, t and h·d_k from the tensor's shape") \
+                                          r"though it worked on the exercise's inputs.*merge_heads reads b, d_k, h "
+                                          r"and t from the notebook.*Hint: take b, t and h·d_k from the tensor's "
+                                          r"shape") \
             as failed:
         ch05.split_and_merge(ns["split_heads"], ns["merge_heads"])
     assert str(failed.value).count("Hint:") == 1

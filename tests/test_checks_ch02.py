@@ -92,8 +92,8 @@ def testsafe_softmax_accepts_reference(capsys):
 @pytest.mark.parametrize("fn, hint", [
     (naive, "exp\\(1000\\) overflows"),
     (global_max, "each row's own maximum"),
-    (no_keepdim, "without keepdim=True, so they broadcast"),
-    (no_keepdim_anywhere, "use keepdim=True in both"),
+    (no_keepdim, "reduced dimension dropped, so they broadcast along the wrong axis"),
+    (no_keepdim_anywhere, "as a dimension of size 1, in both the maximum and the sum"),
     (always_dim0, "normalise along dim, not along dim 0"),
     (ignores_dim, "dim=0 was ignored"),
     (sum_of_scores, "exponentiates first"),

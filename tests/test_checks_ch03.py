@@ -18,7 +18,7 @@ def weights(X):
 
 def test_cat_street_accepts_reference(glove, capsys):
     check.cat_street_weights(weights(glove.embed(check.CAT_SENTENCE)))
-    assert "✓ W: correct" in capsys.readouterr().out
+    assert "✓ W_cat: correct" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("mistake, hint", [

@@ -25,7 +25,7 @@ def test_transpose_strides_accepts_solution(capsys):
 
 @pytest.mark.parametrize("strides_t, strides_c, hint", [
     ((60, 12, 4, 1), (60, 20, 4, 1), "strides of x itself"),
-    ((60, 20, 4, 1), (60, 20, 4, 1), "after .contiguous()"),
+    ((60, 20, 4, 1), (60, 20, 4, 1), "strides of the copy"),
     ((60, 4, 12, 1), (60, 4, 12, 1), "copies the data"),
     ((60, 4, 12, 1), (60, 12, 4, 1), "original shape"),
 ])
@@ -151,7 +151,7 @@ def test_split_rejects_mistakes(split, hint):
 
 
 @pytest.mark.parametrize("merge, hint", [
-    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "transpose\\(1, 2\\) first"),
+    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "swap the head and token dimensions first"),
     (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "wrong order"),
     (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "contiguous"),  # chapter 5's bug 4
 ])
@@ -250,7 +250,7 @@ def _torch_module(mha, x):
 
 @pytest.mark.parametrize("shortcut, named", [
     (lambda mha, x: (None, ah.attention(*(mha._split(lin(x)) for lin in (mha.W_q, mha.W_k, mha.W_v)))[1]),
-     "ah.attention, the module's own _split"),
+     "ah.attention and the module's own _split"),
     (_torch_module, "nn.MultiheadAttention"),
     (lambda mha, x: _hidden_from_torch_functions(mha, x), "switches off the check's record"),
     (lambda mha, x: _hidden_sdpa(mha, x), "switches off the check's record"),

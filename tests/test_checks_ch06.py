@@ -95,7 +95,7 @@ def test_loaded_mha_reference_equals_the_books_module():
     (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_k, W_q, W_v]), W_o), "queries come first"),
     (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_q, W_v, W_k]), W_o), "keys go in rows d:2d"),
     (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_q, W_k, W_v]), W_o.T), "copy W_o itself"),
-    (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_q, W_k, W_v]), W_o, batch_first=False), "batch_first=True"),
+    (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_q, W_k, W_v]), W_o, batch_first=False), "make it batch first"),
     (lambda W_q, W_k, W_v, W_o: loaded(torch.cat([W_q, W_k, W_v]), W_o, bias=True), "pass bias=False"),
     (lambda W_q, W_k, W_v, W_o: nn.MultiheadAttention(6, 3, bias=False, batch_first=True), "num_heads=3"),
     (lambda W_q, W_k, W_v, W_o: ah.MultiHeadAttention(6, 2), "got MultiHeadAttention"),
@@ -377,7 +377,7 @@ def softmax_per_block_then_logsumexp(q, k, v, block):  # exact, but keeps every 
 @pytest.mark.parametrize("fn, hint", [
     (all_blocks_then_two_passes, "grows with the number of keys"),
     (softmax_per_block_then_logsumexp, "grows with the number of keys"),
-    (with_the_merge_helpers, "calls ah.merge.finish_partial, ah.merge.merge_partials, ah.merge.partial_attention"),
+    (with_the_merge_helpers, "calls ah.merge.finish_partial, ah.merge.merge_partials and ah.merge.partial_attention"),
     (unscaled, "not scaled"),
     (not_rescaled, "rescale the running sum"),
     (not_normalised, "divide the accumulated output by the running sum"),

@@ -127,7 +127,7 @@ def test_decoding_mask_sizes_tell_the_mistakes_apart():
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(), "is_causal=True"),
+    (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(), "as PyTorch's causal flag does"),
     (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=t_q - t_k), "wrong sign"),
     (lambda t_q, t_k: torch.ones(t_q, t_k, dtype=torch.bool).tril(diagonal=4), "shift is fixed at 4"),
     (lambda t_q, t_k: ~reference_decoding_mask(t_q, t_k), "inverted"),

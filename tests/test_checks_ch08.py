@@ -63,7 +63,7 @@ def _reference_rope(x, positions):
 def test_rope_function_accepts_solution(capsys):
     check.rope_function(_reference_rope)
     out = capsys.readouterr().out
-    assert "✓ rope(x, positions): correct" in out and "✓ rope on x of shape (3, 4, 6): correct" in out
+    assert "✓ my_rope(x, positions): correct" in out and "✓ my_rope on x of shape (3, 4, 6): correct" in out
 
 
 def test_rope_function_rejects_d_written_in():

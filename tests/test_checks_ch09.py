@@ -32,6 +32,8 @@ def test_cache_bytes_accepts_the_measured_cache(capsys):
     (2 * 4 * 2 * 16 * 4 * 100, "2 bytes"),
     (2 * 4 * 2 * 16 * 2, "per token"),
     (2 * 2 * 16 * 2 * 100, "n_layers"),
+    (2 * 4 * 2 * 128 * 2 * 100, r"model's width \(128\) as the width of a key"),  # d_model for d_k
+    (2 * 4 * 8 * 128 * 2 * 100, "every key/value head as d_model = 128 numbers wide and all h = 8"),
     ("51200", "should be a number"),
     (12345, "is not right"),
 ])
@@ -49,7 +51,7 @@ def measured_bytes(*args):
 
 
 @pytest.mark.parametrize("swapped, hint", [
-    ((4, 128, 8, 2, 50), "vocab and n_layers were swapped"),  # 50 layers
+    ((4, 128, 8, 2, 50), "vocabulary size and the number of layers were swapped"),  # 50 layers
     ((50, 128, 4, 2, 8), "num_heads and n_layers swapped"),  # d_k = 32, 8 layers
 ])
 def test_cache_bytes_names_a_model_built_with_swapped_arguments(swapped, hint):
@@ -100,6 +102,26 @@ def no_rescale(a, b):
 def normalised(a, b):
     m, ell, o = reference_merge(a, b)
     return m, ell, o / torch.where(ell == 0, torch.ones_like(ell), ell)
+
+
+def divided_by_l(a, b):  # the guard is there, but o is normalised: 0 / 0 for the query with no key anywhere
+    m, ell, o = reference_merge(a, b)
+    return m, ell, o / ell
+
+
+def test_merge_names_the_division_by_a_zero_sum_not_the_guard():
+    with pytest.raises(CheckFailed, match="divided by l, which is 0 for that query: 0 / 0 is NaN") as failure:
+        check.merge_function(divided_by_l)
+    assert "replace an infinite M" not in str(failure.value)  # the guard is there: that hint would mislead
+
+
+def test_merge_still_names_the_missing_guard_when_the_output_is_divided_too():
+    def no_guard_divided(a, b):
+        m, ell, o = nan_merge(a, b)
+        return m, ell, o / ell
+
+    with pytest.raises(CheckFailed, match="replace an infinite M by 0 first"):
+        check.merge_function(no_guard_divided)
 
 
 def min_instead_of_max(a, b):

@@ -45,66 +45,136 @@ def test_causal_tiles_rejects_mistakes(wrong, hint):
         check.causal_tiles(wrong)
 
 
-# ex-ch10-delta: D both ways, as two functions
+# ex-ch10-delta: D both ways, rowsum(dO ∘ O) and rowsum(P ∘ dP) tile by tile
 
 
 def d_from_output(dO, o):
     return (dO * o).sum(dim=-1, keepdim=True)
 
 
-def d_from_weights(P, dP):
-    return (P * dP).sum(dim=-1, keepdim=True)
-
-
-def reference_delta():
-    q, k, v, do = check.delta_inputs()
-    o, P = ah.attention(q, k, v)
-    return P, do @ v.T, d_from_output, d_from_weights
+def d_from_weights(q, k, v, dO, L, block):
+    scale = 1 / math.sqrt(q.shape[-1])
+    D = torch.zeros_like(L)
+    for c in range(0, k.shape[-2], block):
+        k_j, v_j = k[..., c:c + block, :], v[..., c:c + block, :]
+        p = torch.exp(q @ k_j.transpose(-2, -1) * scale - L)
+        D = D + (p * (dO @ v_j.transpose(-2, -1))).sum(dim=-1, keepdim=True)
+    return D
 
 
 def test_delta_accepts_reference(capsys):
-    check.delta_both_ways(*reference_delta())
+    check.delta_both_ways(d_from_output, d_from_weights)
     out = capsys.readouterr().out
-    assert all(f"✓ {name}: correct" in out for name in ("P", "dP", "D_from_output", "D_from_weights on other inputs"))
+    assert all(f"✓ {name}: correct" in out for name in
+               ("D_from_output", "D_from_weights", "D_from_output on other inputs", "D_from_weights on other inputs"))
 
 
-def test_delta_rejects_wrong_weights_and_dP():
+def test_delta_inputs_are_the_exercises():
     q, k, v, do = check.delta_inputs()
-    P, dP, f_out, f_p = reference_delta()
-    o, _ = ah.attention(q, k, v)
-    cases = [
-        ((ah.attention(q, k, v, scale=1.0)[1], dP, f_out, f_p), "scaled scores"),
-        ((torch.softmax(q @ k.T / 2, dim=0), dP, f_out, f_p), "along each row"),
-        ((P.T, dP, f_out, f_p), "P is transposed"),
-        ((torch.exp(q @ k.T / 2), dP, f_out, f_p), "normalised weights"),
-        ((P, dP.T, f_out, f_p), "dO Vᵀ, in that order"),
-        ((P, do @ o.T, f_out, f_p), "not the output O"),
-    ]
-    for args, hint in cases:
-        with pytest.raises(CheckFailed, match=hint):
-            check.delta_both_ways(*args)
+    assert [tuple(x.shape) for x in (q, k, v, do)] == [(6, 4), (8, 4), (8, 5), (6, 5)] and 8 % check.BLOCK_D
 
 
-D_out = d_from_output(check.delta_inputs()[3], ah.attention(*check.delta_inputs()[:3])[0])  # a global, as in a notebook
+def tiled(step=None, floor=False, replace=False, weights_only=False):
+    """d_from_weights with one step done as a usual mistake does it."""
+    def D_from_weights(q, k, v, dO, L, block):
+        scale = 1 / math.sqrt(q.shape[-1])
+        D = torch.zeros_like(L)
+        for c in range(0, k.shape[-2] // block * block if floor else k.shape[-2], block):
+            k_j, v_j = k[..., c:c + block, :], v[..., c:c + block, :]
+            s = q @ k_j.transpose(-2, -1)
+            p = step(s, scale, L) if step else torch.exp(s * scale - L)
+            dp = dO @ v_j.transpose(-2, -1)
+            part = p.sum(dim=-1, keepdim=True) if weights_only else (p * dp).sum(dim=-1, keepdim=True)
+            D = part if replace else D + part
+        return D
+    return D_from_weights
 
 
-@pytest.mark.parametrize("which, fn, hint", [
-    ("weights", lambda P, dP: D_out.clone(), "reads D_out from the notebook"),  # the first way, copied
-    ("weights", lambda P, dP: D_out + 0.0, "reads D_out from the notebook"),
-    ("output", lambda dO, o: (dO * o).sum(dim=-2, keepdim=True).transpose(-2, -1), "not over the queries"),
-    ("output", lambda dO, o: (dO * o).sum(dim=-1), "without the summed dimension"),
-    ("output", lambda dO, o: dO @ o.transpose(-2, -1), "element by element"),
-    ("weights", lambda P, dP: P @ dP.transpose(-2, -1), "element by element"),
-    ("weights", lambda P, dP: (P * dP).sum(), "a single number"),
-    ("weights", lambda P, dP: (P * dP).sum(dim=1, keepdim=True), "last dimension"),  # right on 2-d inputs only
-    ("output", lambda dO, o: (dO * o).sum(dim=1, keepdim=True), "last dimension"),  # right on 2-d inputs only
-    ("weights", "not a function", "should be a function"),
+def whole_rows(q, k, v, dO, L, block):  # right, but P and dP of every key at once
+    P = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) - L)
+    return (P * (dO @ v.transpose(-2, -1))).sum(dim=-1, keepdim=True)
+
+
+def rows_cut_afterwards(q, k, v, dO, L, block):  # the whole rows made first, then summed a block at a time
+    P = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) - L)
+    dP = dO @ v.transpose(-2, -1)
+    return sum((P[..., c:c + block] * dP[..., c:c + block]).sum(dim=-1, keepdim=True)
+               for c in range(0, k.shape[-2], block))
+
+
+def by_identity(q, k, v, dO, L, block):  # the other way, through the book's forward pass
+    return d_from_output(dO, ah.flash.flash_forward(q, k, v)[0])
+
+
+def by_autograd(q, k, v, dO, L, block):  # dP as autograd's gradient of the loss with respect to P
+    P = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) - L).requires_grad_()
+    (dP,) = torch.autograd.grad(((P @ v) * dO).sum(), P)
+    return (P * dP).sum(dim=-1, keepdim=True).detach()
+
+
+def fixed_block(q, k, v, dO, L, block):  # right numbers, but a block size of its own
+    return d_from_weights(q, k, v, dO, L, 2)
+
+
+def one_query_rows(q, k, v, dO, L, block):  # a row of one query against all keys at a time
+    scale = 1 / math.sqrt(q.shape[-1])
+    rows = [(torch.exp(q[..., i:i + 1, :] @ k.transpose(-2, -1) * scale - L[..., i:i + 1, :])
+             * (dO[..., i:i + 1, :] @ v.transpose(-2, -1))).sum(dim=-1, keepdim=True) for i in range(q.shape[-2])]
+    return torch.cat(rows, dim=-2)
+
+
+def d_one_query_tiles(q, k, v, dO, L, block):  # right: tiles of one query by `block` keys
+    scale = 1 / math.sqrt(q.shape[-1])
+    rows = []
+    for i in range(q.shape[-2]):
+        q_i, do_i, L_i = q[..., i:i + 1, :], dO[..., i:i + 1, :], L[..., i:i + 1, :]
+        rows.append(sum((torch.exp(q_i @ k[..., c:c + block, :].transpose(-2, -1) * scale - L_i)
+                         * (do_i @ v[..., c:c + block, :].transpose(-2, -1))).sum(dim=-1, keepdim=True)
+                        for c in range(0, k.shape[-2], block)))
+    return torch.cat(rows, dim=-2)
+
+
+def test_delta_from_weights_accepts_tiles_of_one_query(capsys):
+    check.delta_both_ways(d_from_output, d_one_query_tiles)
+    assert "✓ D_from_weights on other inputs: correct" in capsys.readouterr().out
+
+
+D_out = d_from_output(check.delta_inputs()[3], ah.flash.flash_forward(*check.delta_inputs()[:3])[0])  # a global
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (tiled(lambda s, scale, L: torch.exp(s - L)), "need the scale"),
+    (tiled(lambda s, scale, L: torch.exp((s - L) * scale)), "subtract it after scaling"),
+    (tiled(lambda s, scale, L: torch.exp(s * scale)), "subtract each query's log-sum-exp"),
+    (tiled(lambda s, scale, L: torch.softmax(s * scale, dim=-1)), "softmax over one tile"),
+    (tiled(weights_only=True), "sums the weights alone"),
+    (tiled(replace=True), "rather than replacing it"),
+    (tiled(floor=True), "floor division"),
+    (whole_rows, "against all 8 keys at once"),
+    (rows_cut_afterwards, "against all 8 keys at once"),
+    (one_query_rows, "against all 8 keys at once"),
+    (by_identity, "calls ah.flash.flash_forward"),
+    (by_autograd, "torch.autograd.grad"),
+    (fixed_block, "never makes a tile"),
+    (lambda q, k, v, dO, L, block: D_out.clone(), "reads D_out from the notebook"),  # the first way, copied
+    ("not a function", "should be a function"),
 ])
-def test_delta_functions_reject_mistakes_and_shortcuts(which, fn, hint):
-    P, dP, f_out, f_p = reference_delta()
-    args = (P, dP, fn, f_p) if which == "output" else (P, dP, f_out, fn)
+def test_delta_from_weights_rejects_mistakes_and_shortcuts(fn, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.delta_both_ways(*args)
+        check.delta_both_ways(d_from_output, fn)
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda dO, o: (dO * o).sum(dim=-2, keepdim=True).transpose(-2, -1), "not over the queries"),
+    (lambda dO, o: (dO * o).sum(dim=-1), "without the summed dimension"),
+    (lambda dO, o: dO @ o.transpose(-2, -1), "element by element"),
+    (lambda dO, o: (dO * o).sum(), "a single number"),
+    (lambda dO, o: (dO * o).sum(dim=1, keepdim=True), "last dimension"),  # right on 2-d inputs only
+    ("not a function", "should be a function"),
+])
+def test_delta_from_output_rejects_mistakes(fn, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        check.delta_both_ways(fn, d_from_weights)
 
 
 # ex-ch10-block: the tiled backward of one block of queries

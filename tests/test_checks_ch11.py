@@ -394,7 +394,7 @@ RING_MISTAKES = [
     (_attend_then_write, "attended the buffer before its own key"),
     (_variant(scale=False), "scale 1/√d"),
     (lambda q, k, v, w: _variant()(q, k, v, w - 1) if w > 1 else None, "window of window - 1 tokens"),
-    (_reads_global, "reads K_ALL, Q_ALL, V_ALL"),
+    (_reads_global, "reads K_ALL, Q_ALL and V_ALL"),
     (_window_written_in, "use the window argument"),
     (lambda q, k, v, w: sliding_window.RingCache.empty(1, 1, 1, w) and decode_window(q, k, v, w) * 0
      + ah.attention(q, k, v, mask=sliding_window.window_mask(q.shape[0], window=w))[0], "does the exercise for you"),

@@ -1,11 +1,13 @@
-"""No hint of any check quotes its exercise's solution (issue 40).
+"""No hint of any check quotes its exercise's solution (issues 40 and 47).
 
 A hint names the mistake and the idea, never the line: for every exercise of every chapter, the texts of its
 check (every string the check function holds, and the helpers and constants of its module that it reaches,
 docstrings aside) must not hold a line of the solution (the chapter's code cells tagged ``solution``), nor any
 expression or statement of it of more than a few tokens (:data:`FEW`), unless the exercise's own text gives it
 (a constructor the exercise prescribes, say). Spaces are ignored in the comparison, so a hint cannot dodge it by
-spacing an expression differently.
+spacing an expression differently. Nor may a text share a run of twelve characters (:data:`RUN`) with the
+solution's code, comments and strings aside, unless the run is a name (``in_proj_weight``): a call, an argument
+or an index is the solution's code even where the exercise's text gives it.
 """
 
 from __future__ import annotations
@@ -124,3 +126,71 @@ def test_the_test_finds_a_quoted_expression_and_spares_idioms_and_the_exercises_
     assert quoted("y = x.size(0) + 1", ["take the size from x.size(0)"], "") == []  # an idiom of six tokens
     assert tokens("x.size(0)") == FEW < tokens("x.shape[-1]") == 7
     assert quoted("n = q @ k.T / d ** 0.5", ["Hint: n = q @ k.T / d ** 0.5"], "") != []
+
+
+RUN = 12  # characters: a hint that shares this many in a row with its solution's code quotes it (issue 47)
+
+
+def solution_code(solution: str) -> str:
+    """``solution``'s code without its comments, strings (a printed label, an example sentence) and whitespace."""
+    try:
+        kept = [t.string for t in tokenize.generate_tokens(io.StringIO(_to_python(solution)).readline)
+                if t.type not in (tokenize.COMMENT, tokenize.STRING)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        kept = [solution]
+    return squashed("".join(kept))
+
+
+def read_names(source: str) -> list[str]:
+    """The names a check cell reads: ``check`` and the learner's answers."""
+    return [n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+NAME = re.compile(r"[\w.]+")  # a name (a function, an attribute, a variable), dotted or not: not code
+
+
+def shared_runs(solution: str, texts: list[str], answers: list[str] = ()) -> list[str]:
+    """The longest runs of ``RUN`` characters or more (whitespace aside) that a text shares with ``solution``'s
+    code, but for names and for calls of the learner's ``answers`` (``look_back(weights)``: a message names the
+    function it ran): a run that holds a call, an operator, an argument or an index is code, even one the
+    exercise's text gives (the hint should then say it in words)."""
+    code = solution_code(solution)
+    calls = re.compile(rf"\b(?:{'|'.join(map(re.escape, answers))})\([^()]*\)?") if answers else None
+    found = set()
+    for text in (squashed(calls.sub(" ", t) if calls else t) for t in texts):
+        i = 0
+        while i + RUN <= len(text):
+            if text[i:i + RUN] in code:
+                j = i + RUN
+                while j < len(text) and text[i:j + 1] in code:
+                    j += 1
+                if not NAME.fullmatch(text[i:j]):
+                    found.add(text[i:j])
+                i = j
+            else:
+                i += 1
+    return sorted(found)
+
+
+@pytest.mark.parametrize("path, nb, ex", list(exercises()))
+def test_no_hint_shares_twelve_characters_with_its_solution(path, nb, ex):
+    solution = "\n".join(nb.cells[i].source for i in ex.solution_cells)
+    functions = CHECK_CALL.findall(nb.cells[ex.check_cell].source)
+    texts = [text for function in functions for text in check_texts(check_module(path, function), function)]
+    answers = [name for name in read_names(nb.cells[ex.check_cell].source) if name != "check"]
+    assert not (found := shared_runs(solution, texts, answers)), (
+        f"{ex.label}: the texts of check.{functions[0]} share {RUN} characters or more with its solution: {found}; "
+        "name the mistake and the idea, not the code")
+
+
+def test_the_run_test_finds_twelve_characters_of_code_and_spares_names_and_words():
+    solution = "y = x.transpose(1, 2).contiguous()  # a copy in the new order\nprint('in the new order:', y)\n"
+    assert shared_runs(solution, ["Hint: call .transpose(1,2) first."]) == [".transpose(1,2)"]
+    assert shared_runs(solution, ["Hint: swap dimensions 1 and 2, then copy."]) == []
+    assert shared_runs(solution, ["a copy in the new order"]) == []  # the solution's comment is no code
+    assert shared_runs(solution, ["(in the new order: y)"]) == []  # nor its printed label
+    assert shared_runs(solution, ["x.transpose("]) == ["x.transpose("] and len("x.transpose(") == RUN
+    assert shared_runs(solution, ["x.transpose"]) == []
+    assert shared_runs("out = mha.in_proj_weight", ["in_proj_weight has wrong values"]) == []  # a name
+    assert shared_runs("m = model.layers[1]", ["layer 2 (model.layers[1])"]) == ["model.layers[1]"]
+    assert shared_runs("y = look_back(weights)", ["look_back(weights) has shape (3,)"], ["look_back"]) == []

@@ -61,7 +61,17 @@ CELLS = [
     SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)",
     "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=3)  # raises",
     "check.doubled_query_weights(w_doubled)",
+    # the learner's answer in a cell inserted above the untouched answer cell (issue 47): the learner's, judged
+    SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)\nprint(w_doubled)",
+    "w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)",
+    '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
+    "check.doubled_query_weights(w_doubled)",
+    # ... and a wrong one there: its hint, not the book's solution's pass
+    "w_doubled = torch.tensor([8.0, 4.0])",
+    '# Your answer to Exercise 1.1: write your code here …\nah.checks.no_answer_yet("1.1")',
+    "check.doubled_query_weights(w_doubled)",
 ]
+INSERTED = 31  # the folded solution, then a cell the learner inserted, the untouched answer cell, the check
 NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "w_doubled"),
                20: ("1.2", "self_attention"), 30: ("1.1", "w_doubled")}
 
@@ -140,14 +150,15 @@ def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
 def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(executed, index):
     """Under a learners' edition's folded solution, an answer cell with another name (a typo, another function
     name), only a comment or `pass` leaves the book's answer in place: the check says the answer cell does not
-    define the name it reads, and the grader reads it as failed."""
+    define the name it reads (NotAnswered), and the grader reads it as not answered, an error, as it reads an
+    untouched answer cell."""
     import re
 
     from grading.notebook import _in_kernel
 
     number, name = NOT_DEFINED[index]
     error = error_of(executed.cells[index])
-    assert error.ename == "CheckFailed"
+    assert error.ename == "NotAnswered"
     flat = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback)).split())
     assert f"Your answer cell does not define {name}" in flat and f"Exercise {number}" in flat, flat
     assert "✓" not in "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
@@ -155,7 +166,7 @@ def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(exec
     if any(o.output_type == "error" for o in executed.cells[index - 1].outputs):  # the answer's own error comes first
         assert result == "error" and detail.startswith("IndexError"), detail
     else:
-        assert result == "failed" and f"does not define {name}" in detail, detail
+        assert result == "error" and detail.startswith("not answered: ") and f"does not define {name}" in detail, detail
 
 
 def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(executed):
@@ -174,3 +185,81 @@ def test_the_not_answered_note_survives_a_check_that_silences_its_inner_checks(e
 
     assert printed(25) == f"{waiting_note('7.4')}\n✓ decoding_mask: correct (the book's solution)\n"
     assert printed(27) == f"{waiting_note('9.9')}\n✓ outer: correct (the book's solution)\n"
+
+
+def test_a_folded_solution_runs_without_output(executed):
+    """Run cell by cell, a folded solution's cell is shown (JupyterLab unfolds its heading): it prints nothing,
+    since its code runs under %%capture (attn_helpers/checks/_answer.py), and still binds its names."""
+    assert executed.cells[INSERTED].outputs == [] and executed.cells[INSERTED].execution_count is not None
+    assert "print(w_doubled)" in executed.cells[INSERTED].source
+
+
+def test_an_answer_in_a_cell_the_learner_inserted_is_judged(executed):
+    """A right answer in a cell inserted above the untouched answer cell passes as the learner's (no "the book's
+    solution", no "not answered"), in the kernel and in the grader; a wrong one there gets its hint."""
+    from grading.notebook import _in_kernel
+
+    def printed(index):
+        return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
+
+    assert printed(INSERTED + 3) == "✓ w_doubled: correct\n"
+    assert _in_kernel(executed, [INSERTED, INSERTED + 1, INSERTED + 2], INSERTED + 3, None, {}) == ("passed", "")
+    error = error_of(executed.cells[INSERTED + 6])
+    assert error.ename == "CheckFailed" and "raw scores" in error.evalue, error.evalue
+    result, detail = _in_kernel(executed, [INSERTED + 4, INSERTED + 5], INSERTED + 6, None, {})
+    assert result == "failed" and "Hint: these are the raw scores" in detail, detail
+
+
+def run_in(kc, source: str, cell_id: str) -> list[dict]:
+    """Run ``source`` as the cell ``cell_id``, with the cellId JupyterLab and Notebook 7 send; its outputs."""
+    msg = kc.session.msg("execute_request", {"code": source, "silent": False, "store_history": True,
+                                             "user_expressions": {}, "allow_stdin": False, "stop_on_error": False},
+                         metadata={"cellId": cell_id})
+    kc.shell_channel.send(msg)
+    outputs = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        kind, content = reply["msg_type"], reply["content"]
+        if kind == "status" and content["execution_state"] == "idle":
+            return outputs
+        if kind in ("stream", "error", "execute_result", "display_data"):
+            outputs.append({"output_type": kind, **content})
+
+
+def test_a_check_judges_what_the_answer_cell_defines_now():
+    """After a wrong try, the answer cell run again with the name misspelt, or only `pass`: the check says that
+    the cell does not define the name any more (NotAnswered), never the earlier try's hint (issue 47); the
+    right answer in that cell then passes."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        def run(source, cell_id):
+            return run_in(kc, source, cell_id)
+
+        def error(outputs):
+            return next((o for o in outputs if o["output_type"] == "error"), None)
+
+        run("import torch\nimport attn_helpers as ah\nfrom attn_helpers.checks import ch01 as check", "imports")
+        run(SOLVED.format(number="1.1") + "\nw_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=0)", "solution")
+        check = "check.doubled_query_weights(w_doubled)"
+        run("w_doubled = torch.tensor([8.0, 4.0])", "answer")
+        first = error(run(check, "check"))
+        assert first["ename"] == "CheckFailed" and "raw scores" in first["evalue"], first
+        for again in ("w_double = torch.tensor([8.0, 4.0]) / 12  # a typo", "pass", "# not sure yet"):
+            assert error(run(again, "answer")) is None
+            stale = error(run(check, "check"))
+            assert stale is not None and stale["ename"] == "NotAnswered", (again, stale)
+            assert "no longer defines w_doubled" in stale["evalue"] and "raw scores" not in stale["evalue"], stale
+        # another cell that assigns the name makes it the answer again, as does the answer cell itself
+        run("w_doubled = torch.tensor([8.0, 4.0])", "inserted")
+        assert "raw scores" in error(run(check, "check"))["evalue"]
+        run("pass", "inserted")
+        run("w_doubled = torch.softmax(torch.tensor([8.0, 4.0]), dim=-1)", "answer")
+        passed = run(check, "check")
+        assert error(passed) is None and passed[0]["text"] == "✓ w_doubled: correct\n", passed
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

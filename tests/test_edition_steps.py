@@ -12,10 +12,12 @@ from book_editions.chapter import Chapter
 from book_editions.exercise_cells import CHECK_TAG, EXERCISE_META, PREDICTION_TAG, SOLUTION_TAG, WORDS_TAG
 from book_editions.learners import (
     COLLAPSED,
+    SOLUTION_TEXT,
     CheckAsRunAllShows,
     DropColabSetup,
     FoldColabSetup,
     FoldSolution,
+    HideSolution,
     SolutionLine,
 )
 from book_editions.nbgrader_course import BEGIN, END, GradedCheck, LockCell, SolutionRegion, WrittenAnswer
@@ -135,7 +137,8 @@ def test_check_as_run_all_shows_under_an_untouched_answer(chapter):
 def test_fold_solution_puts_headings_and_an_answer_cell_for_the_gates(chapter):
     start, end = run(FoldSolution(), chapter, "start1"), run(FoldSolution(), chapter, "end1")
     assert start.cell is None and end.cell is None
-    assert [c.source for c in start.added] == ["#### Solution to Exercise 1.1", "Three, of course."]
+    assert [c.source for c in start.added] == ["#### Solution to Exercise 1.1",
+                                               SOLUTION_TEXT.format(prose="Three, of course.")]
     assert start.added[0].metadata == {COLLAPSED: True, "id": "start1-solution"}
     assert [c.source.splitlines()[-1] for c in end.added] == ["#### Your answer", 'ah.checks.no_answer_yet("1.1")']
     nb = new_notebook()
@@ -146,6 +149,17 @@ def test_fold_solution_puts_headings_and_an_answer_cell_for_the_gates(chapter):
 def test_solution_line_marks_a_solution_cell_of_a_learners_edition(chapter):
     assert run(SolutionLine(), chapter, "sol1").cell.source == SOLUTION_LINE.format(number="1.1") + "\ny = x + 1"
     assert run(SolutionLine(), chapter, "sol2").cell.source == "z = y"  # not tagged `solution`
+
+
+def test_hide_solution_collapses_a_solutions_code_and_closes_its_prose(chapter):
+    """Shift+Enter unfolds a solution's heading in JupyterLab: each of its cells keeps itself out of view."""
+    code = run(HideSolution(), chapter, "sol1").cell
+    assert code.metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True} and code.source == "y = x + 1"
+    assert run(HideSolution(), chapter, "between").cell.source == SOLUTION_TEXT.format(prose="Because 2 + 1 = 3.")
+    assert SOLUTION_TEXT.startswith("<details>") and "open" not in SOLUTION_TEXT.partition(">")[0]
+    for other in ("check1", "prose", "ex1", "plot"):
+        cell = run(HideSolution(), chapter, other).cell
+        assert "jupyter" not in cell.metadata and cell.source == CELLS[INDEX[other]].source, other
 
 
 def test_the_colab_setup_cell_is_folded_or_dropped(chapter):

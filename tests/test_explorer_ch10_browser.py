@@ -91,6 +91,52 @@ def test_the_tile_walk_explorer_shows_what_python_computes(site_tab):
     assert control(explorer, "tiles computed").get_attribute("max") == str(TILES)
 
 
+PICKED = re.compile(r"^query (\d+) after (\d+) tiles: (?:m (\S+), ℓ (\S+)|output (\d) (\S+))$")
+
+
+def assert_picked_matches_python(explorer, query: int) -> None:
+    """The picked query's panels: its m, ℓ and output after every step that reached it, against ``tile_walk_view``."""
+    assert int(control(explorer, "query").input_value()) == query
+    m, ell, out = {}, {}, {}
+    for label in map(signed, labels(explorer)):
+        if found := PICKED.match(label):
+            q, step, m_, l_, dim, o = found.groups()
+            assert int(q) == query, label
+            if m_ is not None:
+                m[int(step)], ell[int(step)] = float(m_), float(l_)
+            else:
+                out[int(step), int(dim) - 1] = float(o)
+    views = [ah.explorers.tile_walk_view(Q, K, V, 2, 2, step, causal=True) for step in range(TILES + 1)]
+    reached = [step for step, view in enumerate(views) if view["reached"][query]]
+    assert sorted(m) == sorted(ell) == reached and sorted(out) == [(s, d) for s in reached for d in range(2)]
+    for step in reached:
+        assert m[step] == pytest.approx(views[step]["m"][query], abs=1e-6), (query, step)
+        assert ell[step] == pytest.approx(views[step]["l"][query], abs=1e-6), (query, step)
+        for d in range(2):
+            assert out[step, d] == pytest.approx(views[step]["output"][query][d], abs=1e-6), (query, step, d)
+
+
+def test_picking_a_query_shows_its_m_l_and_output_over_every_step(site_tab):
+    """A click on a row of the tiles, or the menu "query" from the keyboard, picks the query the panels follow."""
+    explorer = open_explorers(site_tab, PAGE).first
+    assert_picked_matches_python(explorer, 7)  # the last query: four tiles reach it
+    tile = explorer.locator("svg [aria-label^='tile '][aria-label*=', queries 2–3, keys 0–1, ']").first
+    tile.scroll_into_view_if_needed()
+    box = tile.bounding_box()
+    before = labels(explorer)
+    explorer.page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.75)  # row 3 of that tile
+    labels_after(explorer, before)
+    assert_picked_matches_python(explorer, 3)
+    before = labels(explorer)
+    press(explorer, "query", "ArrowUp", 2)
+    labels_after(explorer, before)
+    assert_picked_matches_python(explorer, 1)
+    before = labels(explorer)
+    press(explorer, "tiles computed", "End")  # the slider moves the rule, not the picked query's numbers
+    labels_after(explorer, before)
+    assert_picked_matches_python(explorer, 1)
+
+
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
     assert_fits_a_phone(explorer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from types import SimpleNamespace
 
 import altair as alt
@@ -12,6 +13,7 @@ import torch
 
 import attn_helpers as ah
 from attn_helpers.explorers import MIME_TYPE, Explorer, rounded
+from attn_helpers.explorers._explorer import CAPTION_MAX, FONT_SIZE, INK
 from attn_helpers.explorers._website import VegaLiteOnPage
 
 SCORES = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0])
@@ -22,18 +24,32 @@ def small_chart() -> alt.Chart:
     return alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_bar().encode(x="x:Q")
 
 
-def test_an_explorer_is_vega_lite_with_a_description_and_svg_options():
-    data, metadata = Explorer(small_chart(), "Two bars.")._repr_mimebundle_()
+def test_an_explorer_is_vega_lite_with_a_description_a_caption_and_svg_options():
+    data, metadata = Explorer(small_chart(), "Two bars.", "Watch the bars")._repr_mimebundle_()
     assert data[MIME_TYPE]["description"] == "Two bars." and data[MIME_TYPE]["$schema"].endswith("/v5.20.1.json")
+    assert data[MIME_TYPE]["title"]["text"] == "Watch the bars" and data[MIME_TYPE]["title"]["anchor"] == "start"
     assert data["text/plain"] == "Explorer: Two bars."
     assert metadata[MIME_TYPE]["embed_options"] == {"renderer": "svg", "actions": False}
 
 
-def test_an_explorer_needs_a_chart_and_a_description():
+def test_an_explorer_needs_a_chart_a_description_and_a_one_line_caption():
     with pytest.raises(TypeError, match="Altair chart"):
-        Explorer({"mark": "bar"}, "Two bars.")
+        Explorer({"mark": "bar"}, "Two bars.", "Watch the bars")
     with pytest.raises(ValueError, match="description"):
-        Explorer(small_chart(), " ")
+        Explorer(small_chart(), " ", "Watch the bars")
+    for caption in ("", "Watch\nthe bars", "x" * (CAPTION_MAX + 1)):
+        with pytest.raises(ValueError, match="one line"):
+            Explorer(small_chart(), "Two bars.", caption)
+
+
+def test_every_explorer_has_a_caption_its_text_size_and_ink_that_follows_the_page():
+    """The shared parts (issue 49, item 6): a caption at the chart, 12-px axes and legends (the website draws them
+    at the page's 16 px where there is room), and the INK style the website's dark pages recolour."""
+    spec = ah.explorers.temperature_explorer(SCORES, LABELS).spec()
+    assert spec["title"]["text"] == "Slide T: low T sharpens, high T flattens"
+    assert spec["config"]["axis"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
+    assert spec["config"]["legend"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
+    assert spec["config"]["style"][INK] == {"stroke": "black", "fill": "black"}
 
 
 def test_rounded_keeps_eight_significant_digits():
@@ -53,13 +69,30 @@ def test_the_same_input_gives_the_same_specification():
 def test_temperature_view_is_the_softmax_at_that_temperature():
     view = ah.explorers.temperature_view(SCORES, 2.0)
     assert view["weights"] == pytest.approx(torch.softmax(SCORES / 2, -1).tolist())
+    assert view["uniform"] == 0.2 and view["uniform_entropy"] == pytest.approx(math.log(5))
     assert view["largest"] == pytest.approx(max(view["weights"]))
     assert view["entropy"] == pytest.approx(float(ah.scaling.entropy(torch.tensor(view["weights"]))))
+
+
+def test_the_temperature_explorer_holds_the_scores_a_log_slider_and_its_marks():
+    spec = ah.explorers.temperature_explorer(SCORES, LABELS, temperature=2.0, d=8).spec()
+    params = {p["name"]: p for p in spec["params"]}
+    slider = params["log10_T"]
+    assert (slider["bind"]["min"], slider["bind"]["max"]) == (-1, 1) and slider["value"] == rounded(math.log10(2))
+    assert params["key_scores"]["value"] == dict(zip(LABELS, SCORES.tolist(), strict=True))
+    data = json.dumps(spec["datasets"])
+    assert '"T": 2.8284271' in data and '"u": 0.2' in data and '"entropy": 1.6094379' in data  # √8, 1/5, ln 5
+    no_d = json.dumps(ah.explorers.temperature_explorer(SCORES, LABELS, temperature=2.0).spec()["datasets"])
+    assert '"T": 2.8284271' not in no_d
 
 
 def test_temperature_explorer_checks_its_input():
     with pytest.raises(ValueError, match="temperature"):
         ah.explorers.temperature_explorer(SCORES, LABELS, temperature=0)
+    with pytest.raises(ValueError, match="slider's range"):
+        ah.explorers.temperature_explorer(SCORES, LABELS, temperature=20)
+    with pytest.raises(ValueError, match="d"):
+        ah.explorers.temperature_explorer(SCORES, LABELS, d=101)
     with pytest.raises(ValueError, match="t labels"):
         ah.explorers.temperature_explorer(SCORES, LABELS[:3])
 

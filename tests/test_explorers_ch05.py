@@ -113,13 +113,13 @@ def test_heads_explorer_checks_the_size_and_the_labels():
         heads_explorer(W_ONE, W_TWO, LABELS[:2])
     with pytest.raises(ValueError, match="b lists of t labels"):
         heads_explorer(W_ONE, W_TWO, [row[:7] for row in LABELS])
-    with pytest.raises(ValueError, match="panel must be one of"):
-        heads_explorer(W_ONE, W_TWO, LABELS, panel="2 heads")
+    with pytest.raises(ValueError, match="sequence"):
+        heads_explorer(W_ONE, W_TWO, LABELS, sequence=B)
 
 
 def test_the_spec_holds_every_settings_view_and_is_the_same_every_time():
-    spec = heads_explorer(W_ONE, W_TWO, LABELS, panel="2 heads: head 1", sequence=2).spec()
-    again = heads_explorer(W_ONE, W_TWO, LABELS, panel="2 heads: head 1", sequence=2).spec()
+    spec = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2).spec()
+    again = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2).spec()
     assert json.dumps(spec, sort_keys=True) == json.dumps(again, sort_keys=True)
     cells, backs = sorted(spec["datasets"].values(), key=len, reverse=True)
     assert len(cells) == B * 64 and len(backs) == B
@@ -131,8 +131,9 @@ def test_the_spec_holds_every_settings_view_and_is_the_same_every_time():
         assert backs[s] == {"s": s, "previous": [v["previous"] for v in views],
                             "two_back": [v["two_back"] for v in views]}
     params = {p["name"]: p for p in spec["params"]}
-    assert params["panel"]["value"] == 2 and params["panel"]["bind"]["labels"] == list(PANELS)
     assert params["sequence"]["value"] == 2 and params["sequence"]["bind"]["max"] == B - 1
     assert params["tokens"]["value"] == LABELS
-    assert spec["width"] == spec["height"] == 240 and len(json.dumps(spec)) < 100_000
+    assert len(spec["concat"]) == len(PANELS) and spec["columns"] == 2  # small multiples, side by side
+    assert all(panel["width"] == panel["height"] == 8 * 16 for panel in spec["concat"])
+    assert len(json.dumps(spec)) < 100_000
     assert f"one of {B} held-out sequences of 8 tokens" in spec["description"]

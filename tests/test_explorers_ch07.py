@@ -92,8 +92,37 @@ def test_the_spec_holds_the_scores_the_controls_and_is_the_same_every_time():
         (i, j, TOKENS[i], TOKENS[j]) for i in range(T) for j in range(T)]
     assert [r["s"] for r in rows] == [rounded(x) for x in SCORES.double().flatten().tolist()]
     params = {p["name"]: (p["value"], p["bind"]["input"]) for p in spec["params"]}
-    assert params == {"causal": (True, "checkbox"), "real": (4, "range"), "band": (3, "range")}
-    assert spec["width"] == spec["height"] <= 240 and len(json.dumps(spec)) < 100_000
+    assert params == {"pick": ([{"q": 0}], "select"), "causal": (True, "checkbox"), "real": (4, "range"),
+                      "band": (3, "range")}
+    heatmap = spec["vconcat"][0]
+    assert heatmap["width"] == heatmap["height"] <= 240 and len(json.dumps(spec)) < 100_000
     assert "no key left" in json.dumps(spec) and "At the start 24 of the 36 cells are masked." in spec["description"]
     no_window = mask_explorer(SCORES, TOKENS).spec()["params"]
-    assert [p["value"] for p in no_window] == [False, T, 0]  # slider at 0: no window
+    assert [p["value"] for p in no_window] == [[{"q": 0}], False, T, 0]  # slider at 0: no window
+
+
+def test_mask_view_shows_each_rows_arithmetic():
+    """score → masked score → exp(s − max) → ÷ Σ → weight, row by row, as the picked row's panel shows it."""
+    view = mask_view(SCORES, True, 4, None)
+    for i in range(6):
+        masked = torch.tensor(view["masked"][i], dtype=torch.float64)
+        allowed = torch.tensor(view["allowed"][i])
+        assert torch.equal(masked[allowed], SCORES[i].double()[allowed]) and masked[~allowed].eq(-float("inf")).all()
+        assert view["max"][i] == masked.max().item()
+        e = torch.tensor(view["exp"][i], dtype=torch.float64)
+        assert torch.allclose(e, (masked - view["max"][i]).exp(), rtol=0, atol=1e-12)
+        assert view["sum"][i] == pytest.approx(e.sum().item())
+        assert torch.allclose(e / view["sum"][i], torch.tensor(view["weights"][i], dtype=torch.float64), atol=1e-6)
+    empty = mask_view(SCORES, True, 3, 1)
+    assert 4 in empty["empty_rows"] and empty["max"][4] == -float("inf") and empty["sum"][4] == 0
+    assert empty["exp"][4] == [0.0] * 6
+
+
+def test_the_explorer_picks_a_query_by_click_or_menu():
+    spec = mask_explorer(SCORES, TOKENS, query=3).spec()
+    (pick,) = [p for p in spec["params"] if p["name"] == "pick"]
+    assert pick["select"] == {"type": "point", "fields": ["q"], "on": "click", "clear": False}
+    assert pick["views"] == ["mask_cells"]  # a named view: the spec is the same every time
+    assert pick["value"] == [{"q": 3}] and pick["bind"]["labels"][3] == "3: ship"
+    with pytest.raises(ValueError, match="query"):
+        mask_explorer(SCORES, TOKENS, query=6)

@@ -100,7 +100,8 @@ def test_the_explorer_holds_every_state_rounded():
     q, k, v = inputs(8, 8)
     spec = tile_walk_explorer(q, k, v, 2, 2, causal=True).spec()
     data = spec["datasets"]
-    states = next(rows for rows in data.values() if rows and set(rows[0]) == {"step", "query", "m", "l"})
+    states = next(rows for rows in data.values() if rows and set(rows[0]) == {"step", "query", "m", "l", "i"})
+    assert all(row["i"] == row["query"] for row in states)  # "i": the query, as the picked row names it
     outs = next(rows for rows in data.values() if rows and "o" in rows[0])
     for step in (0, 1, 5, 10):
         view = tile_walk_view(q, k, v, 2, 2, step, causal=True)
@@ -114,7 +115,13 @@ def test_the_explorer_holds_every_state_rounded():
     kinds = [row["kind"] for row in grid]
     counts = ah.flash.tile_counts(8, 8, 2, 2, causal=True)
     assert (kinds.count("skipped"), kinds.count("masked"), len(kinds)) == (counts["skipped"], counts["masked"], 16)
-    assert spec["params"][0]["bind"] == {"input": "range", "min": 0, "max": 10, "step": 1, "name": "tiles computed "}
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["tile"]["bind"] == {"input": "range", "min": 0, "max": 10, "step": 1, "name": "tiles computed "}
+    assert params["pick"]["value"] == [{"i": 7}] and params["pick"]["views"] == ["tile_scores"]  # the last query
+    assert params["pick"]["bind"] == {"input": "select", "options": list(range(8)), "name": "query "}
+    assert tile_walk_explorer(q, k, v, 2, 2, causal=True, query=2).spec()["params"][0]["value"] == [{"i": 2}]
+    with pytest.raises(ValueError, match="query"):
+        tile_walk_explorer(q, k, v, 2, 2, causal=True, query=8)
 
 
 def test_the_same_input_gives_the_same_specification():

@@ -147,12 +147,34 @@ def test_paper_blocks_need_more_than_M_and_the_counter_refuses_them():
     q, k, v = qkv(256, 256, d, d, lead=(1,), dtype=torch.float32)
     with pytest.raises(ValueError, match="holds 20,608 numbers in fast memory, more than M = 16,384"):
         flash.flash_forward(q, k, v, block_q=block_q, block_k=block_k, traffic=traffic.Traffic(M=M))
-    fitted = traffic.fitted_blocks(M, d)
-    assert fitted == (42, 64) and traffic.fast_memory(*fitted, d, d) <= M < traffic.fast_memory(43, 64, d, d)
+    fitted = traffic.fitted_blocks(M, d)  # the outer block kept, the inner one cut: they fill M exactly
+    assert fitted == (64, 42) and traffic.fast_memory(*fitted, d, d) == M < traffic.fast_memory(64, 43, d, d)
     flash.flash_forward(q, k, v, block_q=fitted[0], block_k=fitted[1], traffic=traffic.Traffic(M=M))
     assert traffic.fitted_blocks(2 ** 14, 32) == traffic.paper_blocks(2 ** 14, 32)  # the paper's fit there
     with pytest.raises(ValueError, match="cannot hold even one query"):
         traffic.fitted_blocks(100, 64)
+    block_q, block_k = traffic.fitted_blocks(100, 1)  # d = 1: the paper's 25 queries leave no room for a key
+    assert block_k == 1 and traffic.fast_memory(block_q, 1, 1, 1) <= 100 < traffic.fast_memory(block_q + 1, 1, 1, 1)
+
+
+def test_the_traffic_depends_on_the_outer_block_alone():  # why fitted_blocks cuts the inner block, counted by running
+    M, d, t = 2 ** 14, 64, 256
+    q, k, v = qkv(t, t, d, d, lead=(1,), dtype=torch.float32)
+
+    def moved(block_q, block_k):
+        counter = traffic.Traffic(M=M)
+        with ah.checks.Watch() as watch:
+            flash.flash_forward(q, k, v, block_q=block_q, block_k=block_k, traffic=counter)
+        sliced = sum(math.prod(s) for op in watch.ops if op.name == "slice" and op.inputs[0] == q.shape
+                     for s in op.outputs)  # what PyTorch sliced out of Q, K and V: the reads, counted another way
+        assert sliced == counter.reads
+        return counter.total
+
+    assert moved(64, 42) == moved(64, 21) == moved(64, 5) == 2 * t * d + t + 2 * t * d * (t // 64)
+    assert moved(42, 64) == 2 * t * d + t + 2 * t * d * math.ceil(t / 42) > moved(64, 42)  # the old fitted blocks
+    standard = traffic.Traffic()
+    traffic.standard_attention(q, k, v, standard)
+    assert standard.total / moved(64, 42) > 1.9  # about M / 2d² = 2 at this t; the old blocks gave less than 1.5
     with pytest.raises(ValueError, match="M must be a positive integer"):
         traffic.Traffic(M=0)
 
@@ -243,3 +265,29 @@ def test_mismatched_shapes_raise_clear_errors():
         traffic.paper_blocks(-1, 8)
     with pytest.raises(TypeError, match="keys_outside must be True or False"):
         flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")
+
+
+def test_copy_task_both_ways_trains_the_same_head_twice():  # chapter 10's trained claim, on a short run
+    losses, accuracy = flash.copy_task_both_ways(seed=1, steps=5)
+    assert list(losses.columns) == ["ah.attention", "flash_attention"] and list(losses.index) == [1, 2, 3, 4, 5]
+    assert (losses["ah.attention"] - losses["flash_attention"]).abs().max() <= 1e-10
+    assert set(accuracy) == {"ah.attention", "flash_attention"}
+    other, _ = flash.copy_task_both_ways(seed=2, steps=5)
+    assert not other.equals(losses)  # the seed draws other weights and batches
+    before = torch.random.get_rng_state()
+    flash.copy_task_both_ways(seed=1, steps=1)
+    assert torch.equal(torch.random.get_rng_state(), before)  # the caller's generator is left as it was
+    with pytest.raises(ValueError, match="seed"):
+        flash.copy_task_both_ways(seed=-1)
+
+
+def test_plot_tiles_labels_each_tile_and_counts_the_masked_among_the_computed():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = flash.plot_tiles(16, 16, 4, 4, causal=True)
+    labels = [text.get_text() for text in ax.texts]
+    assert (labels.count("computed"), labels.count("masked"), labels.count("skipped")) == (6, 4, 6)
+    assert "10 computed (4 of them masked), 6 skipped" in ax.get_title()
+    plt.close(ax.figure)

@@ -233,7 +233,8 @@ def test_every_file_gets_a_row(graded):
 def test_a_learners_edition_whose_answer_cells_define_other_names_is_not_passed(tmp_path):
     """Chapter 1's learners' edition handed in with answer cells that leave the folded solution's names in
     place (a typo, another function name, `pass`): graded for real, no exercise passes, and each row says
-    which name the answer cell does not define (issue 40)."""
+    which name the answer cell does not define (issue 40), as not answered: an error, as an untouched answer
+    cell is (issue 47)."""
     from book_editions.learners import learner_edition
     from grade import grade_folder
 
@@ -251,4 +252,27 @@ def test_a_learners_edition_whose_answer_cells_define_other_names_is_not_passed(
     rows = {row.exercise: row for row in grade_folder(folder, chapter_path=chapter_1)}
     names = {"ex-ch01-predict": "w_doubled", "ex-ch01-function": "self_attention", "ex-ch01-batch": "Wb"}
     for label, name in names.items():
-        assert rows[label].result == "failed" and f"does not define {name}" in rows[label].detail, rows[label]
+        assert rows[label].result == "error" and rows[label].detail.startswith("not answered: ") \
+            and f"does not define {name}" in rows[label].detail, rows[label]
+
+
+def test_a_learners_edition_with_answers_in_cells_of_the_learners_own_is_graded_on_them(tmp_path):
+    """Chapter 1's learners' edition handed in with right answers written in cells the learner inserted above
+    the untouched answer cells of 1.1 and 1.2 (a wrong one for 1.3): graded on them, as in JupyterLab (issue 47)."""
+    from book_editions.learners import learner_edition
+    from grade import grade_folder
+    from grading_fixtures import OTHER_RIGHT
+    from grading_fixtures import WRONG as WRONG_ANSWERS
+
+    chapter_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
+    nb = learner_edition(chapter_1)
+    answers = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("# Your answer")]
+    mine = [OTHER_RIGHT["ex-ch01-predict"], OTHER_RIGHT["ex-ch01-function"], WRONG_ANSWERS["ex-ch01-batch"]]
+    for i, answer in reversed(list(zip(answers, mine, strict=True))):
+        nb.cells.insert(i, nbformat.v4.new_code_cell(answer))
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    write(nb, folder / "dana.ipynb")
+    rows = {row.exercise: row for row in grade_folder(folder, chapter_path=chapter_1)}
+    assert (rows["ex-ch01-predict"].result, rows["ex-ch01-function"].result) == ("passed", "passed"), rows
+    assert rows["ex-ch01-batch"].result == "failed" and "Hint" in rows["ex-ch01-batch"].detail, rows

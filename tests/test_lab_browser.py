@@ -186,10 +186,12 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
     (a plain notebook interface, as Colab is): no kernel runs, the keyboard moves the slider (arrow keys, Home,
     End) while the arrow keys still move between cells, and the weights shown equal ``temperature_view``'s to 1e-6
     at each temperature."""
-    from explorer_browser import labels, labels_after, numbers, press, value_of
+    from explorer_browser import labels, labels_after, press, temperature_shown, value_of
+
+    slider = "log₁₀ of temperature T"
 
     def weights_shown(explorer) -> list[float]:
-        return [numbers(label)[-1] for label in labels(explorer)[:-1]]  # the bars; the last mark is the summary
+        return temperature_shown(labels(explorer))["weights"]
     from playwright.sync_api import sync_playwright
 
     import attn_helpers as ah
@@ -211,14 +213,14 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
             page.click(".lm-Menu-itemLabel:text-is('Shut Down Kernel')")
             page.wait_for_selector("text=No Kernel", timeout=TIMEOUT_MS)  # the notebook's toolbar says so
-            shown = {value_of(explorer, "temperature T"): weights_shown(explorer)}
+            shown = {10 ** value_of(explorer, slider): weights_shown(explorer)}
             # The arrow keys move the focused slider (the learners' lab keeps them from JupyterLab's moving between
             # cells there, scripts/learners_lab/settings), as do Home and End.
             for key, times in (("ArrowRight", 10), ("End", 1), ("Home", 1)):
                 before = labels(explorer)
-                press(explorer, "temperature T", key, times)
+                press(explorer, slider, key, times)
                 labels_after(explorer, before)
-                shown[value_of(explorer, "temperature T")] = weights_shown(explorer)
+                shown[10 ** value_of(explorer, slider)] = weights_shown(explorer)
             # ...and between cells, the arrow keys still move from one cell to the next
             page.locator(".jp-Cell").nth(3).click(position={"x": 5, "y": 5})
             page.keyboard.press("Escape")
@@ -230,7 +232,85 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             kernels = len(api(base, token, "kernels"))
         finally:
             browser.close()
-    assert sorted(shown) == pytest.approx([0.1, 1.0, 1.5, 10.0])
+    assert sorted(shown) == pytest.approx([0.1, 1.0, 10 ** 0.1, 10.0])  # the slider moves log₁₀ T
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
     assert kernels == 0, "a kernel was running while the explorer moved"
+
+
+SOLUTIONS_CHAPTER = ROOT / "chapters" / "05_multi_head.ipynb"  # solutions with code, outputs and prose
+SOLUTION_CELLS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(c => ({
+    solution: c.textContent.includes("The book's solution to Exercise"),
+    heading: [...c.querySelectorAll('.jp-RenderedMarkdown h4')]
+        .some(h => h.textContent.startsWith('Solution to Exercise')),
+    folded: c.querySelector('.jp-showHiddenCellsButton') !== null,  // "3 cells hidden", under a folded heading
+    editor: [...c.querySelectorAll('.jp-InputArea-editor')].some(e => e.checkVisibility()),
+    output: [...c.querySelectorAll('.jp-OutputArea-output')].some(e => e.checkVisibility()),
+    open: c.querySelectorAll('details[open]').length}))"""
+
+
+def solutions_in_view(page) -> tuple[list[str], int]:
+    """What of the solutions a learner sees: (one line per solution cell whose code or output is in view, or
+    whose written solution is open; the number of "Solution to Exercise" headings folded)."""
+    cells = page.evaluate(SOLUTION_CELLS)
+    shown = [f"cell {i}: {'code ' if c['editor'] else ''}{'output ' if c['output'] else ''}"
+             f"{'prose' if c['open'] else ''}" for i, c in enumerate(cells)
+             if (c["solution"] and (c["editor"] or c["output"])) or c["open"]]
+    return shown, sum(c["heading"] and c["folded"] for c in cells)
+
+
+@pytest.mark.parametrize("interface", ["lab", "notebooks"])
+def test_solutions_stay_hidden_however_the_chapter_is_run(tmp_path, interface):
+    """Chapter 5's edition in JupyterLab and in Notebook 7: Run All leaves every solution folded, and so does
+    stepping through the whole chapter with Shift+Enter (the toolbar's run button runs the same command), which
+    makes each cell in turn the active one, and so unfolds each solution's heading (JupyterLab does so for an
+    active cell under a folded heading): every solution's code and output stay out of view, and its written
+    solution closed, until the learner opens them."""
+    from playwright.sync_api import sync_playwright
+
+    nb = learner_edition(SOLUTIONS_CHAPTER)
+    exercises = sum(c.cell_type == "markdown" and c.source.startswith("#### Solution to Exercise") for c in nb.cells)
+    with learners_lab(tmp_path, {SOLUTIONS_CHAPTER.name: as_text(nb)}) as (base, token), \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(f"{base}/lab/tree/{SOLUTIONS_CHAPTER.name}?token={token}" if interface == "lab"
+                      else f"{base}/notebooks/{SOLUTIONS_CHAPTER.name}?token={token}")
+            wait_for_session(base, token)
+            page.wait_for_function(f"() => document.querySelectorAll('.jp-showHiddenCellsButton').length >= "
+                                   f"{exercises}", timeout=TIMEOUT_MS)
+            page.wait_for_timeout(1500)  # as in the test above: the notebook settled before Run All
+            page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+            page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+            last_check = page.locator(".jp-CodeCell", has_text="check.multi_head_function(multi_head_by_hand)")
+            last_check.locator(".jp-OutputArea-output").first.wait_for(timeout=TIMEOUT_MS)
+            after_run_all = solutions_in_view(page)
+            # then cell by cell from the top, as a learner steps through: Shift+Enter on each cell in turn
+            page.locator(".jp-Cell").first.click(position={"x": 5, "y": 5})
+            page.keyboard.press("Escape")
+            cells = page.locator(".jp-Cell").count()
+            for _ in range(cells):
+                page.keyboard.press("Shift+Enter")
+            page.wait_for_function(f"() => [...document.querySelectorAll('.jp-Cell')].findIndex(c => "
+                                   f"c.classList.contains('jp-mod-active')) >= {cells - 1}", timeout=TIMEOUT_MS)
+            last_check.locator(".jp-OutputArea-output", has_text="correct").first.wait_for(timeout=TIMEOUT_MS)
+            page.wait_for_function("() => ![...document.querySelectorAll('.jp-InputPrompt')]"
+                                   ".some(p => p.textContent.includes('*'))", timeout=TIMEOUT_MS)
+            after_stepping = solutions_in_view(page)
+            seen = page.locator(".jp-Notebook").inner_text()
+        finally:
+            browser.close()
+    assert after_run_all == ([], exercises), f"after Run All, solutions in view: {after_run_all}"
+    shown, _ = after_stepping  # (the headings unfold: JupyterLab unfolds the heading of the active cell)
+    assert not shown, f"after Shift+Enter through the chapter, solutions in view: {shown}"
+    solutions = [cell for cell in nb.cells if "solution" in cell.metadata.get("tags", [])]
+    elsewhere = "\n".join(cell.source + "".join(out.get("text", "") for out in cell.get("outputs", []))
+                          for cell in nb.cells if cell not in solutions)
+    for cell in solutions:  # no line of a solution's code or output (but those the chapter has elsewhere)
+        printed = [line for out in cell.outputs for line in out.get("text", "").splitlines()]
+        lines = cell.source.splitlines()[1:] + printed
+        shown = [line for line in lines if len(line.strip()) > 12 and line.strip() in seen and line not in elsewhere]
+        assert not shown, f"in view: {shown}"
+    assert "The single head looks back" not in seen, "the written solution of Exercise 5.4 is in view"

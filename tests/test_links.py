@@ -165,6 +165,10 @@ def test_the_download_button_serves_the_learners_edition(page: PurePosixPath):
     html = (SITE / page).read_text(encoding="utf-8")
     downloads = [(url, text) for url, text in DOWNLOADS.findall(html)]
     assert [text for _, text in downloads] == [".ipynb"], f"{page}: .ipynb links {downloads}"
+    links = re.findall(r'<a href="([^"]+\.ipynb)"([^>]*)>', html)
+    marked = [url for url, attributes in links if f'download="{page.stem}.ipynb"' in attributes]
+    assert marked == [url for url, _ in links if not url.startswith("https:")] == [downloads[0][0]], \
+        f"{page}: the download attribute is on {marked}, of the links {links}"
     url = downloads[0][0]
     assert "_sources" not in url and "_sources/chapters" not in html, f"{page}: {url}"
     served = (SITE / page.parent / unquote(url)).resolve()
@@ -172,6 +176,17 @@ def test_the_download_button_serves_the_learners_edition(page: PurePosixPath):
     assert served.read_bytes() == (ROOT / "editions" / f"{page.stem}.ipynb").read_bytes()
     text = served.read_text(encoding="utf-8")
     assert ":class: dropdown" not in text and "{glue:" not in text and "{solution-start}" not in text
+
+
+def test_the_download_link_gets_a_download_attribute_once():
+    from launch_buttons import with_download_attribute
+
+    html = ('<a href="../editions/01_a.ipynb" target="_blank" class="btn">'
+            '<a href="../_sources/chapters/01_a.ipynb" target="_blank">'
+            '<a href="https://colab.research.google.com/github/o/r/blob/main/editions/01_a.ipynb" target="_blank">')
+    marked = with_download_attribute(html, "01_a.ipynb")
+    assert marked == html.replace('01_a.ipynb" target', '01_a.ipynb" download="01_a.ipynb" target', 1)
+    assert with_download_attribute(marked, "01_a.ipynb") == marked
 
 
 def test_placeholder_launch_addresses_are_refused():

@@ -191,7 +191,7 @@ def test_make_lab_says_kept_only_when_the_edition_changed(tmp_path):
         again = place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1")}, folder)
         assert [p.status for p in again] == ["edited", "same"] and not (folder / ASIDE).exists()
         said = report(again, folder)
-        assert "new edition is" not in said and "kept 1 notebook you edited as you left it" in said, said
+        assert "new edition is" not in said and "kept 1 notebook you edited as you left it (01_a.ipynb)" in said, said
     changed = place({"01_a.ipynb": notebook("x = 2")}, folder)  # the book changed: said once
     assert changed[0].status == "kept" and "the new edition is" in report(changed, folder)
     stamp = (folder / ASIDE / "01_a.ipynb").stat().st_mtime_ns
@@ -284,3 +284,15 @@ def test_binder_starts_the_learners_lab():
     out = subprocess.run([str(ROOT / ".binder" / "start"), "env"], capture_output=True, text=True, check=True).stdout
     paths = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)["JUPYTER_CONFIG_PATH"]
     assert Path(paths.split(":")[0]).resolve() == lab.LAB_CONFIG
+
+
+def test_make_lab_names_the_notebooks_it_kept_as_edited(tmp_path):
+    """ "kept 2 notebooks you edited" says which (issue 47)."""
+    folder = tmp_path / "my-notebooks"
+    place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1"), "03_c.ipynb": notebook("z = 1")}, folder)
+    edit(folder / "01_a.ipynb", "x = 1  # mine")
+    edit(folder / "03_c.ipynb", "z = 1  # mine")
+    again = place({"01_a.ipynb": notebook("x = 1"), "02_b.ipynb": notebook("y = 1"), "03_c.ipynb": notebook("z = 1")},
+                  folder)
+    said = report(again, folder)
+    assert "kept 2 notebooks you edited as you left them (01_a.ipynb and 03_c.ipynb)" in said, said

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from attn_helpers.null_attention import (
+    NORMALISERS,
     RetrievalAttention,
+    null_key_experiment,
     plot_null_weights,
     retrieval_errors,
     retrieval_task,
@@ -69,6 +71,25 @@ def test_null_key_lets_absent_queries_attend_nothing():
         RetrievalAttention("sparsemax")
     with pytest.raises(ValueError, match="steps"):
         train_retrieval(RetrievalAttention(), train, steps=0)
+
+
+def test_null_key_experiment_trains_the_three_normalisers_from_one_start_and_tabulates_them():
+    experiment = null_key_experiment(seed=3, n=64, steps=5)
+    table = experiment.table
+    assert list(table.index) == list(NORMALISERS) and list(experiment.models) == list(NORMALISERS)
+    assert list(table.columns) == ["key present", "key absent", "nothing (absent)", "nothing (present)",
+                                   "length (present)", "largest weight (absent)"]
+    assert len(experiment.test.present) == 64 and table.loc["softmax", "nothing (absent)"] == 0.0
+    assert 1 / 6 - 1e-6 <= table.loc["softmax", "largest weight (absent)"] <= 1  # six weights that sum to one
+    assert (table["largest weight (absent)"] <= 1).all()
+    # each row is what the chapter's pieces give by hand: the same start, the same training, the same test
+    model = RetrievalAttention("null_key", seed=3)
+    train_retrieval(model, retrieval_task(64, seed=0), steps=5)
+    by_hand = retrieval_errors(model, retrieval_task(64, seed=1))
+    assert table.loc["null_key", "key absent"] == by_hand["absent"]
+    assert table.loc["null_key", "largest weight (absent)"] == by_hand["top_absent"]
+    start = {name: RetrievalAttention(name, seed=3).embed.weight for name in NORMALISERS}
+    assert all(torch.equal(w, start["softmax"]) for w in start.values())
 
 
 def test_plot_null_weights():

@@ -67,9 +67,11 @@ def test_a_bound_on_a_gap_has_the_room_of_their_ratio():
     assert run_recorded("ok = drift > 1e-3", drift=0.5) == {"drift > 0.001": pytest.approx(500)}
 
 
-def test_a_failing_bound_still_fails_and_shows_less_than_one():
+def test_a_comparison_that_does_not_hold_counts_its_room_from_the_other_side():
     with pytest.raises(AssertionError):
         run_recorded("assert gap <= 1e-6", gap=2e-6)
+    layers = "first = next(i for i, r in enumerate(residuals) if r < 1e-12)"  # a search: most comparisons fail
+    assert run_recorded(layers, residuals=[0.5, 1e-3, 1e-15]) == {"r < 1e-12": pytest.approx(1e3)}
 
 
 def test_allclose_keeps_its_answer_and_records_its_room():

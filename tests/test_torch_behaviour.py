@@ -280,7 +280,7 @@ def test_multihead_attention_dropout_is_off_in_eval_on_both_paths(path):
 
 
 def test_fast_path_runs_one_fused_operator_whatever_need_weights_says():
-    """Chapter 6: in eval() mode under no_grad, the default module (biases, an even head count, batch_first) runs
+    """Chapter 6: in eval() mode under no_grad, a module with biases, an even head count and batch_first=True runs
     self-attention as one operator, torch._native_multi_head_attention, with need_weights True or False; it returns
     the weights (averaged over the heads) only when asked, and computes what the regular path computes."""
     torch.manual_seed(0)
@@ -297,6 +297,39 @@ def test_fast_path_runs_one_fused_operator_whatever_need_weights_says():
     assert none is None and w.shape == (2, 5, 5)
     assert torch.allclose(w, regular[1], atol=1e-6) and torch.allclose(out, regular[0], atol=1e-6)
     assert torch.allclose(out_no_weights, out, atol=1e-6)
+
+
+def test_eval_clears_the_training_flag_of_every_submodule_and_leaves_autograd_on():
+    """Chapter 6: a module is built in training mode; eval() sets training to False in it and in the modules inside
+    it, train() sets it back, and neither changes whether its parameters require gradients."""
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    assert mha.training and mha.out_proj.training
+    assert mha.eval() is mha and not mha.training and not mha.out_proj.training
+    assert all(p.requires_grad for p in mha.parameters())
+    assert mha.train() is mha and mha.training and mha.out_proj.training
+
+
+def test_multihead_attention_is_causal_is_a_hint_that_needs_attn_mask():
+    """Chapter 6: on nn.MultiheadAttention, is_causal=True builds no mask: without attn_mask it raises."""
+    x = randn(2, 5, 8)
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        nn.MultiheadAttention(8, 2, batch_first=True)(x, x, x, is_causal=True)
+
+
+def test_multihead_attention_is_causal_hint_replaces_the_mask_on_the_regular_path_without_weights():
+    """Chapter 6: on the regular path with need_weights=False and no key_padding_mask, the module trusts the hint:
+    it drops attn_mask and computes causal attention, so a mask that is not causal is silently replaced."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)  # training mode: the regular path
+    x = randn(2, 5, 8)
+    causal_blocked = ~ah.causal_mask(5)
+    last_blocked = torch.zeros(5, 5, dtype=torch.bool)
+    last_blocked[:, -1] = True
+    with torch.no_grad():
+        causal_out = mha(x, x, x, attn_mask=causal_blocked, need_weights=False)[0]
+        as_given = mha(x, x, x, attn_mask=last_blocked, need_weights=False)[0]
+        wrong_hint = mha(x, x, x, attn_mask=last_blocked, need_weights=False, is_causal=True)[0]
+    assert torch.allclose(wrong_hint, causal_out, atol=1e-6) and not torch.allclose(wrong_hint, as_given, atol=1e-6)
 
 
 def _regular_path_cases():

@@ -18,10 +18,37 @@ def test_private_dispatch_mode_is_still_what_the_package_relies_on():
 
     base = dispatch_mode_base()
     assert issubclass(base, TorchDispatchMode) and issubclass(TensorMemoryTracker, TorchDispatchMode)
-    assert isinstance(TorchDispatchMode.__dict__["_should_skip_dynamo"], classmethod)
-    assert TorchDispatchMode._should_skip_dynamo() is True and TensorMemoryTracker._should_skip_dynamo() is False
-    # the override works: __torch_dispatch__ is our own function, not wrapped for torch.compile
+    # our modes run our own __torch_dispatch__, not one wrapped for torch.compile
     assert TensorMemoryTracker.__torch_dispatch__ is TensorMemoryTracker.__dict__["__torch_dispatch__"]
+    if "_should_skip_dynamo" in vars(TorchDispatchMode):  # the lock's 2.13 has the switch, 2.9 has none
+        assert isinstance(TorchDispatchMode.__dict__["_should_skip_dynamo"], classmethod)
+        assert TorchDispatchMode._should_skip_dynamo() is True and TensorMemoryTracker._should_skip_dynamo() is False
+
+
+def test_dispatch_mode_base_works_on_a_pytorch_without_the_dynamo_switch(monkeypatch):
+    """PyTorch 2.9's TorchDispatchMode has neither _should_skip_dynamo nor the __init_subclass__ that reads it: the
+    switch only saves importing torch._dynamo, so the package uses it where it exists and runs without it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    for name in ("_should_skip_dynamo", "__init_subclass__"):  # the 2.9 class, which never calls the switch
+        if name in vars(TorchDispatchMode):
+            monkeypatch.delattr(TorchDispatchMode, name)
+    base = dispatch_mode_base()
+    assert issubclass(base, TorchDispatchMode) and not hasattr(base, "_should_skip_dynamo")
+
+    class Ops(base):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.ones(2, 2)
+    with Ops() as ops:
+        y = x @ x
+    assert ops.names == ["aten.mm.default"] and torch.equal(y, torch.full((2, 2), 2.0))
 
 
 def test_the_torch_function_switch_still_shows_to_a_profiler():

@@ -23,19 +23,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._answer import correct, no_answer_yet
+from ._answer import NotAnswered, correct, no_answer_yet
 from ._answer import watch_answers as _watch_answers
-from ._failure import CheckFailed, Raised, call, describe, on_other_sizes
+from ._failure import CheckFailed, Raised, call, describe, listed, on_other_sizes
 from ._reach import reached_functions, tensors_from_outside
 from ._watch import Op, Watch
 
 __all__ = [
     "CheckFailed",
+    "NotAnswered",
     "correct",
     "no_answer_yet",
     "Raised",
     "call",
     "describe",
+    "listed",
     "check_tensor",
     "on_cpu",
     "as_number",
@@ -191,7 +193,7 @@ def run_by_hand(fn: Callable, args: tuple, forbidden: Mapping[Callable, str], na
     with Watch(forbidden) as watch:
         result = call(fn, *args, name=name, **(kwargs or {}))
     if watch.called:
-        raise CheckFailed(f"{name} calls {', '.join(sorted(watch.called))} (directly or through another helper), "
+        raise CheckFailed(f"{name} calls {listed(sorted(watch.called))} (directly or through another helper), "
                           f"which does the work for you: the exercise asks you not to. Hint: {hint}")
     if watch.used_fused_attention():
         raise CheckFailed(f"{name} calls PyTorch's fused attention (F.scaled_dot_product_attention or "

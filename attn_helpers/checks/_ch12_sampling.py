@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from .. import speculative
-from . import CheckFailed, Watch, call, correct, on_other_sizes
+from . import CheckFailed, Watch, call, correct, listed, on_other_sizes
 
 F = Fraction
 P, Q = [F(2, 5), F(3, 10), F(1, 5), F(1, 10)], [F(1, 10), F(2, 5), F(1, 5), F(3, 10)]  # target p, draft q
@@ -96,7 +96,7 @@ def _check_pair(fn: Callable, p: list[Fraction], q: list[Fraction]) -> None:
     with Watch(forbidden) as watch:
         verdicts = {x: _verdict(fn, p, q, x) for x in range(len(q)) if q[x]}  # the draft proposes only where q > 0
     if watch.called:
-        raise CheckFailed(f"speculative_rule calls {', '.join(sorted(watch.called))}, which applies the rule "
+        raise CheckFailed(f"speculative_rule calls {listed(sorted(watch.called))}, which applies the rule "
                           f"for you. Hint: compute the probability of keeping x and the replacement "
                           f"distribution from p and q yourself.")
     if all(accept == 1 for accept, _ in verdicts.values()):

@@ -70,6 +70,12 @@ class Raised:
         return f"{self.name} raised {type(self.error).__name__} on {given}{though}{message}"
 
 
+def listed(names: list[str]) -> str:
+    """Names as a sentence lists them: 'W', 'W and Y', 'W, Y and S' (every chapter)."""
+    names = list(names)
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def describe(*args: object, **kwargs: object) -> str:
     """A short description of a call's arguments for a message: a (5, 3) tensor, 'ship', h = 4 …"""
 
@@ -164,7 +170,7 @@ def _likely_cause(fn: Callable, name: str) -> str:
                                     types.CodeType)
                       for outer, value in _read_from_outside(inner).items() if _holds_size(value)})
     if outside:
-        names = ", ".join(outside)
+        names = listed(outside)
         return (f"{name} reads {names} from the notebook rather than from its arguments, so "
                 f"{'it fits' if len(outside) == 1 else 'they fit'} the exercise's inputs only.")
     return "Most likely a size or an index of the exercise's inputs is written in it as a number."

@@ -79,13 +79,14 @@ def sequence_first_batch() -> torch.Tensor:
 
 
 def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
-    """Exercise ex-ch01-batch: the weights W (b, t, t) = (2, 4, 4) and the outputs Y (t, b, d) = (4, 2, 3)."""
+    """Exercise ex-ch01-batch: the weights Wb (b, t, t) = (2, 4, 4) and the outputs Ys (t, b, d) = (4, 2, 3),
+    named in messages as the chapter names them."""
     Xs = sequence_first_batch()                       # (t, b, d)
     Xb = Xs.transpose(0, 1)                           # (b, t, d)
     t, b, _ = Xs.shape
     if isinstance(W, torch.Tensor) and W.shape == (t, b, b):
         raise CheckFailed(
-            f"W has shape {tuple(W.shape)}: torch.bmm took the tokens, the first dimension of Xs, for the batch, "
+            f"Wb has shape {tuple(W.shape)}: torch.bmm took the tokens, the first dimension of Xs, for the batch, "
             "and attended across the two sentences. Hint: swap the first two dimensions of Xs, so that the sentences "
             "come first, (b, t, d), before the product."
         )
@@ -93,31 +94,32 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
     expected_W = torch.softmax(scores, dim=-1)
     scaled_W = torch.softmax(scores / Xs.shape[-1] ** 0.5, dim=-1)  # chapter 2's scores, SDPA's default
     regrouped = Xs.reshape(b, t, -1)                  # memory order cut into two "sentences" of mixed tokens
-    check_tensor(W, expected_W, "W", {
+    check_tensor(W, expected_W, "Wb", {
         "Xs.reshape(2, 4, 3) (or .view) has the right shape, but it keeps the numbers in memory order, so each "
         "of its \"sentences\" mixes tokens of both. Swap the two leading dimensions instead of reshaping.":
             torch.softmax(torch.bmm(regrouped, regrouped.transpose(1, 2)), dim=-1),
         "the sentences are in the other order: sentence j of Xs is Xs[:, j], and Wb[j] its weights.":
             expected_W.flip(0),
-        "each column of W sums to 1, not each row: a softmax over dim=1, or W transposed (the same here, as the "
+        "each column of Wb sums to 1, not each row: a softmax over dim=1, or Wb transposed (the same here, as the "
         "scores are symmetric). The weights of one query are a row: softmax over dim=-1, and no transpose.":
             torch.softmax(scores, dim=1),
         "softmax over dim=0 normalises across the two sentences; the weights of one query are a row: use dim=-1.":
             torch.softmax(scores, dim=0),
-        "you forgot the softmax: W holds the raw dot products.": scores,
+        "you forgot the softmax: Wb holds the raw dot products.": scores,
         "this chapter uses raw dot products; the division by √d comes in chapter 2.": scaled_W,
     })
     batch_first = torch.bmm(expected_W, Xb)           # (b, t, d)
-    on_cpu(Y, "Y")
+    on_cpu(Y, "Ys")
     if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and _close(Y.detach(), batch_first, 1e-4):
         raise CheckFailed(
-            f"Y is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
+            f"Ys is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
             "(t, b, d) = (4, 2, 3). Hint: swap its first two dimensions back."
         )
-    check_tensor(Y, batch_first.transpose(0, 1), "Y", {
+    check_tensor(Y, batch_first.transpose(0, 1), "Ys", {
         "reshape(4, 2, 3) regroups the numbers in memory order instead of swapping the two leading dimensions.":
             batch_first.reshape(t, b, -1),
-        "the weights are transposed: output i is Σ_j W[i, j] x_j, which is torch.bmm(W, X).":
+        "the weights are transposed: output i of a sentence is Σ_j w_ij x_j, its row of the weights times the "
+        "tokens, not its column.":
             torch.bmm(expected_W.transpose(1, 2), Xb).transpose(0, 1),
         "the sentences are in the other order: Ys[:, j] is sentence j.": batch_first.transpose(0, 1).flip(1),
         "these outputs come from scores divided by √d (as F.scaled_dot_product_attention and ah.attention do by "

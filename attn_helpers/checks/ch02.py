@@ -75,11 +75,11 @@ def stable_softmax_function(fn: Callable[..., torch.Tensor]) -> None:
     shifted = torch.exp(x - x.amax(dim=-1))  # the maxima broadcast along the wrong axis (no keepdim)
     check_tensor(_run_by_hand(fn, x, -1), torch.softmax(x, dim=-1), "softmax of a small 3 × 3 matrix", {
         "each row must sum to 1: normalise along dim, not along dim 0.": torch.softmax(x, dim=0),
-        "you subtracted the maxima without keepdim=True, so they broadcast along the wrong axis: "
-        "keep the reduced dimension, so that each row's maximum lines up with its own row.":
+        "you subtracted the maxima with the reduced dimension dropped, so they broadcast along the wrong axis: "
+        "keep it, as a dimension of size 1, so that each row's maximum lines up with its own row.":
             shifted / shifted.sum(dim=-1, keepdim=True),
-        "without keepdim=True the maxima and the sums broadcast along the wrong axis: "
-        "use keepdim=True in both amax and sum.": shifted / shifted.sum(dim=-1),
+        "the maxima and the sums lost their reduced dimension, so they broadcast along the wrong axis: "
+        "keep it, as a dimension of size 1, in both the maximum and the sum.": shifted / shifted.sum(dim=-1),
         "you divided by the sum of the scores; softmax exponentiates first, then normalises.":
             x / x.sum(dim=-1, keepdim=True),
     })

@@ -32,7 +32,7 @@ def cat_street_weights(W: torch.Tensor) -> None:
     X = _glove().embed(CAT_SENTENCE)  # (6, 50)
     scores = X @ X.T
     C = cosine_similarity(X)
-    check_tensor(W, _weights(X), "W", {
+    check_tensor(W, _weights(X), "W_cat", {
         "the scores are not scaled: divide X Xᵀ by √d = √50 before the softmax.": torch.softmax(scores, dim=-1),
         "you divided by d = 50; the scale is √d = √50.": torch.softmax(scores / 50, dim=-1),
         "softmax over the wrong dimension: each row (one query) must sum to 1, so use dim=-1.":
@@ -90,5 +90,6 @@ def contextual_function(fn: Callable[[str, str], torch.Tensor]) -> None:
         split = sentence.lower().split()
         if word in split and split.index(word) != i:
             mistakes["the position comes from str.split, which leaves punctuation attached to the words ('well,'): "
-                     "take it from ah.tokenize(sentence), whose tokens are the rows of X."] = W[split.index(word)] @ X
+                     "take it from the book's tokenizer, ah.tokenize, whose tokens are the rows of X."] = \
+                W[split.index(word)] @ X
         check_tensor(answer, W[i] @ X, f"contextual vector of {word!r} in {sentence!r}", mistakes)

@@ -18,6 +18,7 @@ from . import (
     call,
     check_tensor,
     correct,
+    listed,
     on_other_sizes,
     run_by_hand,
     torch_attention,
@@ -52,7 +53,7 @@ def tied_scores(answer: torch.Tensor) -> None:
     Q = X @ W.T  # (t, d_k); the keys are the same
     raw = Q @ Q.T  # (t, t)
     expected = raw / math.sqrt(W.shape[0])
-    check_tensor(answer, expected, "S", {
+    check_tensor(answer, expected, "S_tied", {
         "you forgot the scale: divide the dot products by √d_k = 2.": raw,
         "you divided by √d_model = √6; the scale uses the width of the queries and keys, d_k = 4.":
             raw / math.sqrt(X.shape[1]),
@@ -144,8 +145,8 @@ def next_token_head(head: nn.Module) -> None:
     """Exercise ex-ch04-next: a SelfAttentionHead(18, 8, d_v=10) trained to copy the NEXT token."""
     if not isinstance(head, SelfAttentionHead) or (head.d_model, head.d_v) != (18, 10):
         raise CheckFailed(
-            "head should be ah.SelfAttentionHead(10 + 8, d_k, d_v=10): 10 token features plus 8 "
-            "position features in, one score per token of the vocabulary out."
+            "head should be a self-attention head that takes 10 + 8 features in (10 token features plus 8 "
+            "position features) and gives 10 out, one score per token of the vocabulary."
         )
     accuracy = copy_task_accuracy(head, offset=1)
     if accuracy < 0.99:
@@ -156,7 +157,7 @@ def next_token_head(head: nn.Module) -> None:
             )
         raise CheckFailed(
             f"the head copies the next token right only {accuracy:.1%} of the time (need 99%). "
-            f"Hint: did you train it with train_copy_task(head, offset=1)? Try more steps."
+            f"Hint: did you train it on the next token (an offset of 1)? Try more steps."
         )
     correct("accuracy")
     x, _, _ = copy_task_batch(200, offset=1, generator=torch.Generator().manual_seed(405))
@@ -202,7 +203,7 @@ def recall_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], head
     with Watch({SelfAttentionHead.forward: "the head's forward", **book_attention()}) as watch:
         answer = call(fn, B.clone(), x.clone(), name="question_scores", given="recall_map and x_new")
     if watch.called:
-        raise CheckFailed(f"question_scores calls {', '.join(sorted(watch.called))}: the exercise asks for the "
+        raise CheckFailed(f"question_scores calls {listed(sorted(watch.called))}: the exercise asks for the "
                           "scores from B and x alone. Hint: the question's row of scores is x_q B xᵀ.")
     expected = x[-1] @ B @ x.T  # (t,): the question's row
     check_tensor(answer, expected, "question_scores(recall_map, x_new)", {

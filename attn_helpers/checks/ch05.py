@@ -48,11 +48,11 @@ def transpose_strides(strides_t: tuple[int, ...], strides_c: tuple[int, ...]) ->
     check_tensor(_as_float(strides_t, "strides_t"), torch.tensor([60.0, 4, 12, 1]), "strides_t", {
         "these are the strides of x itself; transpose swaps the strides of dimensions 1 and 2.":
             torch.tensor([60.0, 12, 4, 1]),
-        "these are the strides after .contiguous(); transpose moves no data, it only swaps two strides.":
+        "these are the strides of the copy; transpose moves no data, it only swaps two strides.":
             torch.tensor([60.0, 20, 4, 1]),
     })
     check_tensor(_as_float(strides_c, "strides_c"), torch.tensor([60.0, 20, 4, 1]), "strides_c", {
-        ".contiguous() copies the data into row-major order, so the strides change: recompute them "
+        "making it contiguous copies the data into row-major order, so the strides change: recompute them "
         "for the new shape (2, 3, 5, 4).": torch.tensor([60.0, 4, 12, 1]),
         "these are the strides of the original shape (2, 5, 3, 4); the copy has shape (2, 3, 5, 4).":
             torch.tensor([60.0, 12, 4, 1]),
@@ -85,8 +85,8 @@ def _split_input() -> torch.Tensor:
 def _view_hint(error: BaseException) -> str | None:
     """The hint for view's refusal to merge dimensions that transpose left out of reading order."""
     if isinstance(error, RuntimeError) and "view" in str(error):
-        return ("after transpose(1, 2) the memory is no longer in reading order, so view cannot merge the last two "
-                "dimensions: use .contiguous().view(...) or .reshape(...).")
+        return ("after the transpose the memory is no longer in reading order, so view cannot merge the last two "
+                "dimensions: make a contiguous copy first, or use reshape, which copies when it must.")
     return None
 
 
@@ -97,7 +97,8 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
     expected = x.view(b, t, h, hk // h).transpose(1, 2)  # (b, h, t, d_k)
     split = call(split_heads, x.clone(), h, name="split_heads", given="x of shape (2, 6, 12) with h = 3")
     check_tensor(split, expected, "split_heads(x, 3)", {
-        "you viewed (b, t, h·d_k) straight as (b, h, t, d_k): view to (b, t, h, d_k) first, then transpose(1, 2).":
+        "you viewed (b, t, h·d_k) straight as (b, h, t, d_k): view to (b, t, h, d_k) first, then swap the token "
+        "and head dimensions.":
             x.reshape(b, h, t, hk // h),
         "the features are split in the wrong order: head i takes the consecutive columns i·d_k:(i+1)·d_k, "
         "so view as (b, t, h, d_k), not (b, t, d_k, h).": x.view(b, t, hk // h, h).permute(0, 3, 1, 2),
@@ -115,8 +116,8 @@ def split_and_merge(split_heads: Callable, merge_heads: Callable) -> None:
     merged = call(merge_heads, heads.clone(), name="merge_heads",
                   given="a contiguous (b, h, t, d_k) tensor, which is what attention returns", hint=_view_hint)
     check_tensor(merged, x, "merge_heads(split)", {
-        "you reshaped (b, h, t, d_k) straight to (b, t, h·d_k): transpose(1, 2) first, so the heads of one "
-        "token sit next to each other.": expected.reshape(b, t, hk),
+        "you reshaped (b, h, t, d_k) straight to (b, t, h·d_k): swap the head and token dimensions first, so "
+        "the heads of one token sit next to each other.": expected.reshape(b, t, hk),
         "the heads are concatenated in the wrong order: the features of head 0 come first, then head 1, ….":
             expected.permute(0, 2, 3, 1).reshape(b, t, hk),
     })
@@ -203,19 +204,20 @@ def multi_head_function(fn: Callable[[MultiHeadAttention, torch.Tensor], tuple[t
         "softmax over the wrong dimension: each query's row must sum to 1, so use dim=-1.":
             torch.softmax(raw / 2.0, dim=-2),
         "you viewed (b, t, h·d_k) straight as (b, h, t, d_k) without the transpose, which mixes tokens "
-        "and heads: view to (b, t, h, d_k), then transpose(1, 2).": ref["w_no_transpose"],
+        "and heads: view to (b, t, h, d_k), then swap the token and head dimensions.": ref["w_no_transpose"],
         "you forgot the scale: divide each head's scores by √d_k = 2.": torch.softmax(raw, dim=-1),
         "you divided by d_k = 4; the scale is its square root, √d_k = 2.": torch.softmax(raw / 4.0, dim=-1),
         "you split the features as (b, t, d_k, h): each head's features are consecutive, so view as "
-        "(b, t, h, d_k), then transpose(1, 2).": ref["w_heads_last"],
+        "(b, t, h, d_k), then swap the token and head dimensions.": ref["w_heads_last"],
         "these are the weights averaged over the heads (nn.MultiheadAttention's default); return each head's, "
         "shape (b, h, t, t).": ref["weights"].mean(dim=1),
         "you returned (weights, out): return the output first, out, weights, as the module does.": ref["out"],
     })
     check_tensor(out, ref["out"], "out", {
-        "the heads are merged in the wrong order: transpose(1, 2) back to (b, t, h, d_k), then view as "
-        "(b, t, h·d_k), so head 0's features come first.": ref["interleaved"],
-        "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without transpose(1, 2), which mixes tokens.": ref["unmerged"],
+        "the heads are merged in the wrong order: swap the head and token dimensions back to (b, t, h, d_k), "
+        "then view as (b, t, h·d_k), so head 0's features come first.": ref["interleaved"],
+        "you reshaped (b, h, t, d_k) to (b, t, h·d_k) without swapping the head and token dimensions first, "
+        "which mixes tokens.": ref["unmerged"],
         "you forgot the output projection W_o.": ref["merged"],
     })
     # Other sizes (d_model 8, 4 heads of d_k = 2, a batch (3, 4, 8)): nothing may be a number of the exercise's.

@@ -11,7 +11,7 @@ from torch import nn
 from .. import validate
 from ..attention import attention
 from ..cost import TensorMemoryTracker
-from . import CheckFailed, Watch, book_attention, call, check_tensor, correct, on_other_sizes
+from . import CheckFailed, Watch, book_attention, call, check_tensor, correct, listed, on_other_sizes
 
 __all__ = [
     "EXTREME_SCORES", "PREDICT_K", "PREDICT_Q", "PREDICT_V", "blockwise_function", "broadcast_shape",
@@ -74,13 +74,13 @@ def loaded_mha(mha: object) -> None:
         raise CheckFailed(f"mha_loaded should be a torch.nn.MultiheadAttention, got {type(mha).__name__}.")
     if mha.embed_dim != 6 or mha.num_heads != 2:
         raise CheckFailed(
-            f"mha_loaded has embed_dim={mha.embed_dim}, num_heads={mha.num_heads}; build it with "
-            f"nn.MultiheadAttention(6, 2, bias=False, batch_first=True)."
+            f"mha_loaded has embed_dim={mha.embed_dim}, num_heads={mha.num_heads}; build it as the exercise says: "
+            f"width 6, 2 heads, no biases, batch first."
         )
     if mha.in_proj_bias is not None:
         raise CheckFailed("mha_loaded has biases, which the matrices do not provide: pass bias=False.")
     if not mha.batch_first:
-        raise CheckFailed("mha_loaded expects (t, b, d) input: pass batch_first=True so it takes (b, t, d).")
+        raise CheckFailed("mha_loaded expects (t, b, d) input: make it batch first, so that it takes (b, t, d).")
     W_q, W_k, W_v, W_o = projection_matrices()
     expected = torch.cat([W_q, W_k, W_v])  # (3d, d)
     check_tensor(mha.in_proj_weight.detach(), expected, "in_proj_weight", {
@@ -193,7 +193,7 @@ def _run_blockwise(fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Te
     if isinstance(answer, tuple):
         raise CheckFailed("blockwise_attention should return only the output tensor (t_q, d_v), not a tuple.")
     if watch.called or watch.used_fused_attention():
-        called = ", ".join(sorted(watch.called)) or "F.scaled_dot_product_attention"
+        called = listed(sorted(watch.called)) or "F.scaled_dot_product_attention"
         raise CheckFailed(
             f"blockwise_attention calls {called}, which computes the softmax (or its running form) for you. "
             "Hint: compute one block of scores at a time and update the running maximum, sum and output yourself."

@@ -8,7 +8,17 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, Watch, call, check_tensor, check_value, correct, reached_functions, tensors_from_outside
+from . import (
+    CheckFailed,
+    Watch,
+    call,
+    check_tensor,
+    check_value,
+    correct,
+    listed,
+    reached_functions,
+    tensors_from_outside,
+)
 
 __all__ = [
     "B", "DECODE_SIZES", "H", "LENGTHS", "PREDICT_SCORES", "T", "T_BIG", "T_K", "T_Q", "combined_mask",
@@ -44,7 +54,7 @@ def _bool_mask(answer: object, expected: torch.Tensor, name: str, mistakes: dict
     if answer.dtype != torch.bool:
         raise CheckFailed(
             f"{name} has dtype {answer.dtype}; build a bool mask with True = may attend, the "
-            f"convention of ah.attention (comparisons such as a < b give bool tensors)."
+            f"convention of ah.attention; comparisons such as a < b give bool tensors."
         )
     check_tensor(answer.float(), expected.float(), name, {h: m.float() for h, m in mistakes.items()})
 
@@ -103,7 +113,7 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
             reached.cache_clear()
     if outside := tensors_from_outside(fn):
         raise CheckFailed(
-            f"decoding_mask reads {', '.join(outside)}, which holds tensors made before this call (a mask made "
+            f"decoding_mask reads {listed(outside)}, which holds tensors made before this call (a mask made "
             f"beforehand, or a cache of earlier results): build the mask inside the function, from t_q and t_k "
             f"alone, on every call."
         )
@@ -119,14 +129,14 @@ def decoding_mask_function(fn: Callable[[int, int], torch.Tensor]) -> None:
                 raise
         if watch.called:
             raise CheckFailed(
-                f"decoding_mask({t_q}, {t_k}) calls {', '.join(sorted(watch.called))}, which builds this mask for you "
+                f"decoding_mask({t_q}, {t_k}) calls {listed(sorted(watch.called))}, which builds this mask for you "
                 f"and which the exercise asks you not to use. Hint: build the triangle yourself from a (t_q, t_k) "
                 f"tensor of True: which keys may the first new query, at position t_k - t_q, see?"
             )
         ones = torch.ones(t_q, t_k, dtype=torch.bool)
         expected = ones.tril(diagonal=t_k - t_q)  # (t_q, t_k): query i is position t_k - t_q + i
         mistakes = {
-            "the triangle starts at the top left, as is_causal=True does, but the queries are the last t_q "
+            "the triangle starts at the top left, as PyTorch's causal flag does, but the queries are the last t_q "
             "positions, not the first ones: which keys may the first of them attend? tril takes a diagonal "
             "argument.": ones.tril(),
             "the diagonal offset has the wrong sign: query i is position t_k - t_q + i, so shift the triangle "

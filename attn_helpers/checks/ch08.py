@@ -45,7 +45,8 @@ def shuffled_with_positions(out: torch.Tensor) -> None:
         "you added the encodings before shuffling, so each token took its position with it and the "
         "result is only the unshuffled output, reordered. Shuffle X first, then add the encodings of "
         "positions 0 … t-1.": carried[perm],
-        "you forgot the position encodings: add sinusoidal_encoding(t, d) to the shuffled tokens.":
+        "you forgot the position encodings: add the sinusoidal encodings of positions 0 … t-1 to the shuffled "
+        "tokens.":
             attention(X[perm], X[perm], X[perm])[0],
         "you used raw dot products; keep ah.attention's default scale 1/√d.": attention(Z, Z, Z, scale=1.0)[0],
         "these are the unshuffled outputs: shuffle the tokens with X[perm] first.": carried,
@@ -66,16 +67,16 @@ def collapse_pieces(r_residual: float, collapsed_layer_norm: int) -> None:
     both = depth.stack_attention(X, 12, residual=True, layer_norm=True)[-1]
     check_value(r_residual, residual[-1], "r_residual", {
         "this r has collapsed to round-off, as with LayerNorm only or with neither piece; r_residual "
-        "uses residual=True alone.": layer_norm[-1],
-        "this is attention with neither piece; set residual=True.": plain[-1],
+        "uses the residual connection alone.": layer_norm[-1],
+        "this is attention with neither piece; add the residual connection.": plain[-1],
         "this is with both pieces; leave layer_norm out (False) for r_residual.": both,
         "this is r before the first layer; take the last value, after 12 layers: values[-1].": residual[0],
         "this is r after 11 layers; stack 12 and take the last value.": residual[-2],
         "this is r after 13 layers; stack 12 and take the last value.": depth.stack_attention(X, 13, residual=True)[-1],
-    }, atol=0, rtol=1e-5)
+    }, atol=0, rtol=1e-6)  # r changes by 1e-4 of itself from layer to layer: a tolerance 100 times finer
     expected = _collapsed_after(layer_norm)
     check_value(collapsed_layer_norm, expected, "collapsed_layer_norm", {
-        "this is when attention with neither piece collapses; use layer_norm=True alone.": _collapsed_after(plain),
+        "this is when attention with neither piece collapses; use LayerNorm alone.": _collapsed_after(plain),
         "values[0] is r before the first layer, so the index of the first value below 1e-12 is the number of "
         "layers; count from 0.": expected + 1,
     }, atol=0, rtol=0)
@@ -88,7 +89,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     positions = torch.tensor([4, 7, 11, 2, 16])  # not from 0: RoPE rotates by the positions as given
     message = "the exercise asks you to write RoPE yourself; do not call ah.position.rope or position.rope."
     with Watch([position.rope]) as watch:  # however the learner reached it: ah.position.rope, or an imported name
-        answer = call(fn, x.clone(), positions.clone(), name="rope")
+        answer = call(fn, x.clone(), positions.clone(), name="my_rope")
     if watch.called:
         raise CheckFailed(message)
     expected = position.rope(x, positions)
@@ -102,7 +103,7 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     a2 = positions[:, None].double() * slow
     c2, s2 = torch.cos(a2).float(), torch.sin(a2).float()
     wrong_freq = torch.stack([even * c2 - odd * s2, even * s2 + odd * c2], dim=-1).flatten(-2)
-    check_tensor(answer, expected, "rope(x, positions)", {
+    check_tensor(answer, expected, "my_rope(x, positions)", {
         "the rotation goes the wrong way: the new even feature is x_2i cos − x_2i+1 sin, the new odd one "
         "x_2i sin + x_2i+1 cos.": backwards,
         "you paired feature i with feature i + d/2 (the GPT-NeoX layout); this exercise pairs neighbours "
@@ -117,13 +118,13 @@ def rope_function(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
     }, atol=1e-4)
     x2 = torch.randn(3, 4, 6, generator=gen)  # other sizes: (b, t, d) = (3, 4, 6)
     positions2 = torch.tensor([9, 3, 5, 0])
-    other_sizes = ("rope", "x of shape (3, 4, 6)", "take d from the last dimension of x and t from the positions.")
+    other_sizes = ("my_rope", "x of shape (3, 4, 6)", "take d from the last dimension of x and t from the positions.")
     with on_other_sizes(*other_sizes), Watch([position.rope]) as watch:
-        answer2 = call(fn, x2.clone(), positions2.clone(), name="rope")
+        answer2 = call(fn, x2.clone(), positions2.clone(), name="my_rope")
     if watch.called:
         raise CheckFailed(message)
     with on_other_sizes(*other_sizes):
-        check_tensor(answer2, position.rope(x2, positions2), "rope on x of shape (3, 4, 6)", atol=1e-4)
+        check_tensor(answer2, position.rope(x2, positions2), "my_rope on x of shape (3, 4, 6)", atol=1e-4)
 
 
 def _circuit_mistakes(model: circuits.AttentionOnly) -> dict[str, torch.Tensor]:
@@ -140,7 +141,7 @@ def _circuit_mistakes(model: circuits.AttentionOnly) -> dict[str, torch.Tensor]:
         "you left out layer 1's output projection W_O: what it writes is E W_Vᵀ W_Oᵀ.":
             (E @ Wq.T) @ (E @ prev.W_v.weight.detach().T @ Wk.T).T / scale,
         "rows and columns are swapped: rows are the query's token, columns the key's previous token.": right.T,
-        "you used layer 1's W_Q and W_K; the induction head is layer 2 (model.layers[1]).":
+        "you used layer 1's W_Q and W_K; the induction head is layer 2, the second of the model's layers.":
             (E @ prev.W_q.weight.detach().T) @ (written @ prev.W_k.weight.detach().T).T / scale,
     }
 

@@ -36,12 +36,17 @@ def cache_bytes(answer: object) -> None:
         "the cache holds keys and values for the g = 2 shared heads only, not for all h = 8 query heads. (If "
         "you measured it, check that the model was not built with num_heads and n_layers swapped: pass the "
         "sizes as keywords.)": 2 * N_LAYERS * H * D_K * per_number * T,
-        "that is the cache of a model of 50 layers: vocab and n_layers were swapped. Build the model with "
-        "keyword arguments, TinyDecoder(vocab=..., d_model=..., ...).": 2 * 50 * G * D_K * per_number * T,
+        "that is the cache of a model of 50 layers: the vocabulary size and the number of layers were swapped. "
+        "Pass each size as a keyword argument when you build the model.": 2 * 50 * G * D_K * per_number * T,
         "the cache holds keys AND values: two tensors per layer.": N_LAYERS * G * D_K * per_number * T,
         "bfloat16 takes 2 bytes a number, not 4.": 2 * N_LAYERS * G * D_K * 4 * T,
         "that is the size per token; the cache holds all T tokens.": 2 * N_LAYERS * G * D_K * per_number,
         "every layer has its own cache: multiply by n_layers.": 2 * G * D_K * per_number * T,
+        "that takes the model's width (128) as the width of a key: each head's keys and values are "
+        "d_k = d_model / h = 16 numbers wide.": 2 * N_LAYERS * G * H * D_K * per_number * T,
+        "that counts every key/value head as d_model = 128 numbers wide and all h = 8 query heads: each of the "
+        "g = 2 shared heads stores keys and values of d_k = d_model / h = 16 numbers.":
+            2 * N_LAYERS * H * H * D_K * per_number * T,
     }, atol=0.5)
 
 
@@ -59,6 +64,19 @@ def _shards() -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, torc
 
 def _merge_without_rescale(a, b):  # noqa: ANN001, ANN202
     return torch.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2]
+
+
+def _divided_by_zero_sum(m: object, ell: object, o: object,
+                         expected: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> bool:
+    """Whether m and l are right but o is NaN exactly where l is 0: the output divided by its sum, 0 / 0."""
+    parts = (m, ell, o)
+    if not all(isinstance(x, torch.Tensor) and x.shape == e.shape and torch.is_floating_point(x)
+               for x, e in zip(parts, expected, strict=True)):
+        return False
+    nan_rows = torch.isnan(o).any(dim=-1, keepdim=True)  # (t_q, 1)
+    empty = expected[1] == 0  # (t_q, 1): no allowed key in either shard
+    return (torch.equal(m, expected[0]) and torch.allclose(ell, expected[1], atol=1e-5)
+            and bool(nan_rows.any()) and torch.equal(nan_rows, empty))
 
 
 def _check_order(answer: tuple | list, expected: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
@@ -90,6 +108,12 @@ def merge_function(fn: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Ten
     m, ell, o = answer
     for name, x in (("m", m), ("l", ell), ("o", o)):
         on_cpu(x, name)
+    if _divided_by_zero_sum(m, ell, o, expected):
+        raise CheckFailed(
+            "o contains NaN for the query with no allowed key in either shard. Your guard for an infinite maximum "
+            "works (m and l are right there), but o was divided by l, which is 0 for that query: 0 / 0 is NaN. "
+            "Hint: return o unnormalised, as partial_attention does; the division by l comes only at the very end."
+        )
     for name, x in (("m", m), ("l", ell), ("o", o)):
         if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and torch.isnan(x).any():
             raise CheckFailed(

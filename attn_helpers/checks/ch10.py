@@ -9,13 +9,23 @@ import torch
 
 from ..attention import attention
 from ..flash import FlashAttention, flash_attention, flash_backward, flash_forward, tile_counts, tiles
-from ..masks import causal_mask
-from . import CheckFailed, Watch, call, check_tensor, check_value, on_cpu, on_other_sizes, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, check_value, listed, on_cpu, on_other_sizes, tensors_from_outside
 
 __all__ = [
-    "BLOCK", "BLOCK_K", "BLOCK_Q", "T", "block_backward_function", "block_inputs", "causal_tiles", "delta_both_ways",
-    "delta_inputs",
+    "BLOCK", "BLOCK_D", "BLOCK_K", "BLOCK_Q", "T", "block_backward_function", "block_inputs", "causal_tiles",
+    "delta_both_ways", "delta_inputs",
 ]
+
+_AUTOGRAD = {torch.autograd.grad: "torch.autograd.grad", torch.autograd.backward: "autograd (.backward())",
+             torch.autograd.graph._engine_run_backward: "autograd's backward pass",
+             flash_backward: "ah.flash.flash_backward", flash_attention: "ah.flash.flash_attention",
+             FlashAttention.forward: "ah.flash.FlashAttention", attention: "ah.attention",
+             flash_forward: "ah.flash.flash_forward", tiles: "ah.flash.tiles", tile_counts: "ah.flash.tile_counts"}
+_HINT = ("loop over the blocks of keys, recompute each tile of weights from its scores and L_i, and apply the "
+         "chapter's equations for the backward pass to that tile, adding what it gives to dQ_i, dK and dV.")
+_FORBIDDEN = ("the exercise asks for the tiled backward by hand, from the L_i and D_i it is given, with loops of "
+              "your own")
+
 
 # Exercise ex-ch10-predict: t queries and keys under a causal mask, in blocks of BLOCK_Q queries and BLOCK_K keys.
 T, BLOCK_Q, BLOCK_K = 10, 4, 3
@@ -53,19 +63,21 @@ def causal_tiles(answer: object) -> None:
     }, atol=0, rtol=0)
 
 
+# Exercise ex-ch10-delta: 6 queries against 8 keys, D from the weights in blocks of BLOCK_D keys.
+BLOCK_D = 3
+_DELTA_SIZES = {"exercise": ((), 6, 8, 4, 5, BLOCK_D), "other": ((2, 3), 5, 7, 4, 3, 2)}  # lead, t_q, t_k, d_k, d_v
+
+
 def delta_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Exercise ex-ch10-delta: q (6, 4), k (6, 4), v (6, 5) and the gradient dO (6, 5) of the output."""
-    gen = torch.Generator().manual_seed(1010)
-    return (torch.randn(6, 4, generator=gen), torch.randn(6, 4, generator=gen), torch.randn(6, 5, generator=gen),
-            torch.randn(6, 5, generator=gen))
+    """Exercise ex-ch10-delta: q (6, 4), k (8, 4), v (8, 5) and the gradient dO (6, 5) of the output."""
+    return _delta_problem("exercise", 1010)
 
 
-def _delta_problem(seed: int) -> tuple[torch.Tensor, ...]:
-    """Other inputs for the two D functions: (2, 3) heads of 5 queries under a causal mask, d_v = 7."""
+def _delta_problem(sizes: str, seed: int) -> tuple[torch.Tensor, ...]:
+    """q (..., t_q, d_k), k (..., t_k, d_k), v (..., t_k, d_v) and dO (..., t_q, d_v) of the given sizes."""
+    lead, t_q, t_k, d_k, d_v, _ = _DELTA_SIZES[sizes]
     gen = torch.Generator().manual_seed(seed)
-    q, k, v, do = (torch.randn(2, 3, 5, n, generator=gen) for n in (4, 4, 7, 7))
-    o, p = attention(q, k, v, causal_mask(5))  # (2, 3, 5, 7), (2, 3, 5, 5)
-    return p, do @ v.transpose(-2, -1), do, o
+    return tuple(torch.randn(*lead, n, d, generator=gen) for n, d in ((t_q, d_k), (t_k, d_k), (t_k, d_v), (t_q, d_v)))
 
 
 _SUM_HINTS = {
@@ -83,7 +95,7 @@ def _check_d_function(fn: object, name: str, args: tuple[torch.Tensor, torch.Ten
     if not callable(fn):
         raise CheckFailed(f"{name} should be a function of two tensors, got {type(fn).__name__}.")
     if outside := tensors_from_outside(fn):
-        raise CheckFailed(f"{name} reads {', '.join(outside)} from the notebook: compute D inside the function from "
+        raise CheckFailed(f"{name} reads {listed(outside)} from the notebook: compute D inside the function from "
                           "its two arguments alone, so that each way is computed on its own.")
     a, b = args
     answer = call(fn, a.clone(), b.clone(), name=name, hint="the arguments have any leading dimensions, "
@@ -104,32 +116,107 @@ def _check_d_function(fn: object, name: str, args: tuple[torch.Tensor, torch.Ten
     check_tensor(answer, expected, f"{name}{label}", mistakes)
 
 
-def delta_both_ways(P: object, dP: object, D_from_output: object, D_from_weights: object) -> None:
-    """Exercise ex-ch10-delta: the weights P, dP = dO Vᵀ, and two functions computing D, one as rowsum(dO ∘ O) from
-    dO and O, the other as rowsum(P ∘ dP) from P and dP, for any leading dimensions."""
-    q, k, v, do = delta_inputs()
-    o, p = attention(q, k, v)  # (6, 5), (6, 6)
-    unscaled = attention(q, k, v, scale=1.0)
-    check_tensor(P, p, "P", {
-        "the weights are the softmax of the scaled scores q kᵀ / √d_k.": unscaled[1],
-        "the softmax runs over the keys of each query (along each row, dim=-1).": torch.softmax(q @ k.T / 2, dim=0),
-        "P is transposed: row i holds query i's weights over the keys (and sums to 1).": p.T,
-        "P is the normalised weights, not exp of the scores.": torch.exp(q @ k.T / 2),
-    })
-    dp = do @ v.T  # (6, 6)
-    check_tensor(dP, dp, "dP", {
-        "dP[i, j] is dO[i] · V[j]: the product dO Vᵀ, in that order (V dOᵀ is its transpose).": dp.T,
-        "dP takes the values V, whose rows the weights average, not the output O.": do @ o.T,
-    })
-    D = (do * o).sum(dim=-1, keepdim=True)  # (6, 1)
-    others = _delta_problem(1013)
-    D_other = (others[2] * others[3]).sum(dim=-1, keepdim=True)  # (2, 3, 5, 1)
-    sizes = "other inputs: (2, 3) heads of 5 queries under a causal mask, d_v = 7"
-    for name, fn, args, other_args in (("D_from_output", D_from_output, (do, o), others[2:]),
-                                       ("D_from_weights", D_from_weights, (p, dp), others[:2])):
-        _check_d_function(fn, name, args, D, "")
-        with on_other_sizes(name, sizes, "take every size from the arguments, and sum over the last dimension."):
-            _check_d_function(fn, name, other_args, D_other, " on other inputs")
+def _d_tiled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, L: torch.Tensor, block: int,
+             mistake: str) -> torch.Tensor:
+    """rowsum(P ∘ dP) tile by tile, as a usual mistake computes it (the names of ``_D_MISTAKES``)."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    t_k = k.shape[-2]
+    D = torch.zeros_like(L)  # (..., t_q, 1)
+    for c in range(0, t_k // block * block if mistake == "floor" else t_k, block):
+        k_j, v_j = k[..., c:c + block, :], v[..., c:c + block, :]
+        s = q @ k_j.transpose(-2, -1)  # (..., t_q, B_c), unscaled
+        p = {"no_scale": torch.exp(s - L), "scale_outside": torch.exp((s - L) * scale),
+             "no_L": torch.exp(s * scale), "tile_softmax": torch.softmax(s * scale, dim=-1)}.get(
+            mistake, torch.exp(s * scale - L))
+        dp = do @ v_j.transpose(-2, -1)  # (..., t_q, B_c)
+        part = p.sum(dim=-1, keepdim=True) if mistake == "no_dP" else (p * dp).sum(dim=-1, keepdim=True)
+        D = part if mistake == "last_tile" else D + part
+    return D
+
+
+_D_MISTAKES = {
+    "no_scale": "the recomputed scores need the scale 1/√d_k, as in the forward pass: without it the weights are "
+                "not the ones L normalises.",
+    "scale_outside": "the scale multiplies the scores only; L is already the log-sum-exp of the scaled scores, so "
+                     "subtract it after scaling.",
+    "no_L": "exp of the scores is not yet the weights: subtract each query's log-sum-exp L, which normalises the "
+            "whole row.",
+    "tile_softmax": "a softmax over one tile normalises each block of keys on its own; the weights of the whole row "
+                    "are exp(S - L), with the L of the forward pass.",
+    "no_dP": "that sums the weights alone (each row to 1): multiply each tile of P by the same tile of dP = dO Vᵀ "
+             "before summing.",
+    "last_tile": "every tile adds its part of each row's sum: add each tile's row sums to what the earlier tiles "
+                 "gave, rather than replacing it (only the last tile's part is left).",
+    "floor": "the last block of keys is shorter than block, and it was dropped (floor division of t by block rounds "
+             "it away, or the loop stops a block early): step through the keys until the last one.",
+}
+_VIEWS = {"alias", "as_strided", "chunk", "detach", "diagonal", "expand", "narrow", "permute", "select", "slice",
+          "split", "split_with_sizes", "squeeze", "t", "transpose", "unbind", "unfold", "unsqueeze", "view",
+          "_unsafe_view", "_reshape_alias", "lift_fresh"}  # operators that only describe memory already there
+
+
+def _run_d_from_weights(fn: Callable, inputs: tuple[torch.Tensor, ...], block: int, label: str) -> torch.Tensor:
+    """``fn(q, k, v, dO, L, block)`` under :class:`Watch`: refused if it reaches autograd, the book's attention or
+    tiles, makes a tensor against every key, or never a tile of ``block`` keys."""
+    q, k, v = inputs[:3]
+    t_k, widths = k.shape[-2], {q.shape[-1], v.shape[-1]}
+    with Watch(_AUTOGRAD) as watch:
+        answer = call(fn, *(x.clone() for x in inputs), block, name="D_from_weights",
+                      hint="the arguments have any leading dimensions, (..., t, ·): slice the keys along dimension "
+                           "-2 and transpose the last two dimensions.")
+    if watch.called or watch.used_fused_attention():
+        called = ", ".join(sorted(watch.called)) or "PyTorch's fused attention"
+        raise CheckFailed(f"D_from_weights calls {called}, which computes the weights, their gradient or the tiles "
+                          "for you: the exercise asks for the tiles by hand, from the L it is given. Hint: go through "
+                          "the keys a block at a time, recompute each tile of weights from its scores and L, and sum "
+                          "P ∘ dP over the tile's keys.")
+    made = [shape for op in watch.ops if op.name not in _VIEWS for shape in op.outputs]
+    if any(shape[-1] == t_k and (len(shape) < 2 or shape[-2] not in widths) for shape in made if shape):
+        raise CheckFailed(f"D_from_weights{label} makes a tensor against all {t_k} keys at once (scores, weights or "
+                          "dP of a whole row), which a tiled pass never holds, even if it cuts it into tiles "
+                          "afterwards. Hint: slice a block of keys and values first, and compute only tiles of the "
+                          "queries against `block` keys.")
+    if not any(shape[-1] == block or (len(shape) >= 2 and shape[-2] == block) for shape in made if shape):
+        raise CheckFailed(f"D_from_weights{label} never makes a tile of queries against {block} keys, although "
+                          f"it was called with block={block}: go through the keys `block` at a time, with the block "
+                          "size the argument gives, not a number of your own.")
+    return answer
+
+
+def _delta_case(sizes: str, seed: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v, dO, the output O, L and the expected D = rowsum(dO ∘ O) (..., t_q, 1) of one problem."""
+    q, k, v, do = _delta_problem(sizes, seed)
+    o, L = flash_forward(q, k, v)  # (..., t_q, d_v), (..., t_q, 1)
+    return q, k, v, do, o, L, (do * o).sum(dim=-1, keepdim=True)
+
+
+def _check_from_weights(fn: Callable, sizes: str, seed: int, label: str) -> None:
+    q, k, v, do, _, L, D = _delta_case(sizes, seed)
+    block = _DELTA_SIZES[sizes][-1]
+    answer = _run_d_from_weights(fn, (q, k, v, do, L), block, label)
+    check_tensor(answer, D, f"D_from_weights{label}",
+                 {hint: _d_tiled(q, k, v, do, L, block, m) for m, hint in _D_MISTAKES.items()})
+
+
+def delta_both_ways(D_from_output: object, D_from_weights: object) -> None:
+    """Exercise ex-ch10-delta: ``D_from_output(dO, O)`` as rowsum(dO ∘ O), and ``D_from_weights(q, k, v, dO, L,
+    block)`` as rowsum(P ∘ dP), tile by tile, for any leading dimensions."""
+    if not callable(D_from_weights):
+        raise CheckFailed(f"D_from_weights should be a function, got {type(D_from_weights).__name__}.")
+    if outside := tensors_from_outside(D_from_weights):
+        raise CheckFailed(f"D_from_weights reads {', '.join(outside)} from the notebook: compute D inside the "
+                          "function from its arguments alone, so that each way is computed on its own.")
+    _, _, _, do, o, _, D = _delta_case("exercise", 1010)
+    _check_d_function(D_from_output, "D_from_output", (do, o), D, "")
+    _check_from_weights(D_from_weights, "exercise", 1010, "")
+    lead, t_q, t_k, d_k, d_v, block = _DELTA_SIZES["other"]
+    hint = "take every size from the arguments, and work along the last dimensions."
+    _, _, _, do, o, _, D = _delta_case("other", 1013)
+    with on_other_sizes("D_from_output", f"{lead} heads of {t_q} queries, d_v = {d_v}", hint):
+        _check_d_function(D_from_output, "D_from_output", (do, o), D, " on other inputs")
+    with on_other_sizes("D_from_weights", f"{lead} heads of {t_q} queries and {t_k} keys, d_k = {d_k}, d_v = {d_v}, "
+                        f"block = {block}", hint):
+        _check_from_weights(D_from_weights, "other", 1013, " on other inputs")
 
 
 # Exercise ex-ch10-block: one block of queries against t keys in blocks of BLOCK (4 on the other sizes).
@@ -204,16 +291,6 @@ def _expected(q_i: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do_i: torch.T
     return tuple(g.float() for g in torch.autograd.grad(o_i, (q_i, k, v), do_i.double()))
 
 
-_AUTOGRAD = {torch.autograd.grad: "torch.autograd.grad", torch.autograd.backward: "autograd (.backward())",
-             torch.autograd.graph._engine_run_backward: "autograd's backward pass",
-             flash_backward: "ah.flash.flash_backward", flash_attention: "ah.flash.flash_attention",
-             FlashAttention.forward: "ah.flash.FlashAttention", attention: "ah.attention",
-             flash_forward: "ah.flash.flash_forward", tiles: "ah.flash.tiles", tile_counts: "ah.flash.tile_counts"}
-_HINT = ("loop over the blocks of keys, recompute each tile of weights from its scores and L_i, and apply the "
-         "chapter's equations for the backward pass to that tile, adding what it gives to dQ_i, dK and dV.")
-_FORBIDDEN = ("the exercise asks for the tiled backward by hand, from the L_i and D_i it is given, with loops of "
-              "your own")
-
 
 def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...], block: int) -> tuple[torch.Tensor, ...]:
     """``fn(*inputs, block)`` under :class:`Watch`; refused if it reaches autograd or the book's attention and tiles,
@@ -223,7 +300,7 @@ def _run_block(fn: Callable, inputs: tuple[torch.Tensor, ...], block: int) -> tu
         answer = call(fn, *(x.clone() for x in inputs), block, name="block_backward",
                       hint=lambda e: _TRANSPOSE if "multiplied" in str(e) or "must match" in str(e) else None)
     if watch.called or watch.used_fused_attention():
-        called = ", ".join(sorted(watch.called)) or "PyTorch's fused attention"
+        called = listed(sorted(watch.called)) or "PyTorch's fused attention"
         raise CheckFailed(f"block_backward calls {called}, which computes the gradients, the weights or the tiles "
                           f"for you: {_FORBIDDEN}. Hint: {_HINT}")
     shapes = {tuple(n for n in shape if n != 1) for op in watch.ops for shape in op.outputs}

@@ -10,7 +10,7 @@ from torch.overrides import TorchFunctionMode
 
 from .. import long_context, position, sliding_window
 from ..attention import attention
-from . import CheckFailed, Watch, call, check_tensor, on_other_sizes, reached_functions, tensors_from_outside
+from . import CheckFailed, Watch, call, check_tensor, listed, on_other_sizes, reached_functions, tensors_from_outside
 from ._reach import _read_from_outside
 
 __all__ = ["alibi_slopes_12", "layout_weights", "layout_function", "ring_inputs", "ring_decoder"]
@@ -118,7 +118,7 @@ def layout_function(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
     """Exercise ex-ch11-layouts: ``fn(W, num_heads)`` reorders the rows of an interleaved-RoPE projection for the
     halves layout; the scores of ``rope_halves`` on the result equal those of ``ah.position.rope`` on ``W``."""
     if outside := tensors_from_outside(fn):
-        raise CheckFailed(f"to_halves reads {', '.join(outside)}, which holds tensors made before the call (an order "
+        raise CheckFailed(f"to_halves reads {listed(outside)}, which holds tensors made before the call (an order "
                           f"or weights built beforehand): work from its arguments alone. Hint: build the order of "
                           f"the features inside the function, from d_k.")
     _check_layouts(fn, 4, 8, 32, "")
@@ -232,7 +232,7 @@ def _run_ring(fn: Callable, t: int, d: int, window: int, what: str) -> None:
     with Watch(forbidden) as watch, rows:
         answer = call(fn, q.clone(), k_in, v_in, window, name="decode_window")
     if watch.called:
-        raise CheckFailed(f"decode_window calls {', '.join(sorted(watch.called))}, which does the exercise for you. "
+        raise CheckFailed(f"decode_window calls {listed(sorted(watch.called))}, which does the exercise for you. "
                           f"Hint: make the two buffers, the slot and the mask yourself, from n and window.")
     big = [op for op in watch.ops if op.name in _SCORING
            and any(size > window for shape in op.inputs + op.outputs for size in shape[-2:] if len(shape))]
@@ -299,10 +299,10 @@ def ring_decoder(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], t
     """Exercise ex-ch11-ring: ``fn(q, k, v, window)`` decodes token by token with a ring buffer of ``window``
     slots and returns the outputs ``(t, d)``, equal to attention under the banded causal mask."""
     if outside := tensors_from_outside(fn):
-        raise CheckFailed(f"decode_window reads {', '.join(outside)}, which holds tensors made before the call (a "
+        raise CheckFailed(f"decode_window reads {listed(outside)}, which holds tensors made before the call (a "
                           f"whole sequence's keys, or results computed beforehand): work from its arguments alone.")
     if tables := _tables_from_outside(fn):
-        raise CheckFailed(f"decode_window reads {', '.join(tables)}, a table made before the call (of slots or "
+        raise CheckFailed(f"decode_window reads {listed(tables)}, a table made before the call (of slots or "
                           f"positions, for one window and one length). Hint: compute each step's slot inside the "
                           f"function, from n and window.")
     _run_ring(fn, 21, 4, 5, "")

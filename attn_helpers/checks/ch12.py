@@ -112,7 +112,7 @@ def _check_tree(fn: Callable[[Sequence[int], int], torch.Tensor], parents: Seque
     with Watch({tree_mask: "ah.speculative.tree_mask"}) as watch:
         answer = call(fn, list(parents), n_cached, name="verify_mask",
                       given=f"parents={list(parents)}, n_cached={n_cached}",
-                      hint="parents is a list of ints, n_cached an int.")
+                      hint="parents is a list of ints and n_cached an int.")
     if watch.called:
         raise CheckFailed("verify_mask calls ah.speculative.tree_mask, which builds the tree part for you. "
                           "Hint: a token sees what its parent sees, and itself.")

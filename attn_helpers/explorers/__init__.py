@@ -1,4 +1,4 @@
-"""Explorers: figures a reader moves, with no kernel running (chapters 2, 3, 5, 7, 10 and 11).
+"""Explorers: figures a reader moves, with no kernel running (chapters 1, 2, 3, 5, 7, 10 and 11).
 
 Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
 (sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
@@ -9,6 +9,7 @@ compare with the chart.
 """
 
 from . import _explorer, _rope
+from ._average import average_explorer, average_view
 from ._contextual import contextual_explorer, contextual_view
 from ._explorer import Explorer, rounded
 from ._heads import heads_explorer, heads_view
@@ -25,6 +26,7 @@ STRETCH_METHODS = _rope.STRETCH_METHODS
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",
+    "average_explorer", "average_view",  # chapter 1
     "temperature_explorer", "temperature_view",  # chapter 2
     "contextual_explorer", "contextual_view",  # chapter 3
     "heads_explorer", "heads_view",  # chapter 5

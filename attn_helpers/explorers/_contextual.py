@@ -135,4 +135,4 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     description = (f"A menu of {len(pairs)} words of the chapter's {len(sentences)} sentences; for the word chosen, "
                    "bars of its self-attention weights on each word of its sentence, the cosine of its contextual "
                    f"vector with its GloVe vector, and that vector's {NEAREST} nearest GloVe words.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Pick a word: see its weights and nearest words")

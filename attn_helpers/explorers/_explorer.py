@@ -27,20 +27,40 @@ def rounded(x: float, digits: int = 8) -> float:
     return 0.0 if x == 0 else round(x, digits - 1 - math.floor(math.log10(abs(x))))
 
 
+#: The most characters of a caption: one line of bold 13-px text on a 390-px phone.
+CAPTION_MAX = 50
+#: The size of every explorer's text: the website draws charts 4/3 larger where there is room, which makes it
+#: the page's 16 px (``_static/explorers.js``).
+FONT_SIZE = 12
+#: The style of marks drawn in the text's colour (black, or light on the website's dark pages): a mark with
+#: ``style=INK`` and no colour of its own.
+INK = "ink"
+
+
 class Explorer:
     """A chart a reader moves, shown as Vega-Lite wherever the chapter is read (chapter 2).
 
     ``chart`` is an Altair chart whose parameters are bound to controls; ``description`` says in one
-    sentence what it shows, for screen readers and for wherever JavaScript cannot run.
+    sentence what it shows, for screen readers and for wherever JavaScript cannot run; ``caption`` is the
+    one line drawn at the chart's top: what to move and what to watch.
     """
 
-    def __init__(self, chart: alt.TopLevelMixin, description: str) -> None:
+    def __init__(self, chart: alt.TopLevelMixin, description: str, caption: str) -> None:
         if not isinstance(chart, alt.TopLevelMixin):
             raise TypeError(f"chart must be an Altair chart, got {type(chart).__name__}.")
         if not isinstance(description, str) or not description.strip():
             raise ValueError("description must say in a sentence what the explorer shows.")
-        self.chart = chart.properties(description=description)
+        if not isinstance(caption, str) or not caption.strip() or len(caption) > CAPTION_MAX or "\n" in caption:
+            raise ValueError(f"caption must be one line of at most {CAPTION_MAX} characters saying what to move and "
+                             f"what to watch; got {caption!r}.")
+        title = alt.Title(caption, anchor="start", frame="bounds", fontSize=FONT_SIZE + 1, fontWeight="bold",
+                          offset=10)
+        self.chart = (chart.properties(description=description, title=title)
+                      .configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE)
+                      .configure_legend(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE))
+        self.chart.config.style = {INK: {"stroke": "black", "fill": "black"}}
         self.description = description
+        self.caption = caption
 
     def spec(self) -> dict[str, Any]:
         """The Vega-Lite specification: the chapter's data, the controls and the expressions they drive."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import altair as alt
@@ -21,9 +20,10 @@ PANELS = ("1 head", "2 heads: head 0", "2 heads: head 1", "2 heads: average")
 #: CPUs (up to about 5e-6 under the kernel sets of scripts/portability.py); rounded to two decimals, as the chapter's
 #: figure and prose show them, they are the same everywhere, and a third decimal would teach nothing more.
 DECIMALS = 2
-#: The most tokens (eight columns of 30 px fit a phone) and sequences (the spec stays small) it shows (chapter 5).
+#: The most tokens (two panels of eight columns of 16 px fit a phone) and sequences (the spec stays small) it
+#: shows (chapter 5).
 MAX_T, MAX_SEQUENCES = 8, 8
-CELL = 30  # px a side
+CELL = 16  # px a side
 
 
 def _panels(w_one: torch.Tensor, w_two: torch.Tensor) -> torch.Tensor:
@@ -56,52 +56,49 @@ def heads_view(w_one: torch.Tensor, w_two: torch.Tensor, panel: str, sequence: i
             "previous": kept(back[0]), "two_back": kept(back[1])}
 
 
-def _heatmap() -> tuple[alt.Chart, alt.Chart]:
-    """The cells (white to blue by weight, each labelled for screen readers) and their numbers; the param
-    ``tokens`` holds each sequence's token labels."""
-    base = alt.Chart().encode(
-        x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr="tokens[sequence][datum.value]", labelAngle=0)),
-        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr="tokens[sequence][datum.value]")),
-    )
-    cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
-        description=alt.Description("label:N"),
-    ).transform_calculate(
-        label="'query ' + datum.q + ' (' + tokens[sequence][datum.q] + '), key ' + datum.k + "
-              "' (' + tokens[sequence][datum.k] + '): weight ' + format(datum.w, '.8f')")
-    numbers = base.mark_text(fontSize=10, aria=False).encode(  # the cell's label says it already
-        text=alt.Text("w:Q", format=".2f"),
-        color=alt.condition("datum.w > 0.5", alt.value("white"), alt.value("black")),
-    )
-    return cells, numbers
-
-
-def _summary(backs: pd.DataFrame, t: int) -> alt.Chart:
-    """Three lines above the heatmap: the panel and the sequence, and the head's mean weight one and two back."""
-    names = json.dumps(list(PANELS))
+def _panel(i: int, t: int, cells: pd.DataFrame, backs: pd.DataFrame) -> alt.LayerChart:
+    """Panel ``PANELS[i]`` at the slider's sequence: its cells (white to blue by weight, each labelled for screen
+    readers, with no number: a cell is too small) under two lines, the panel's name and its mean weights one and
+    two back. The param ``tokens`` holds each sequence's token labels; the left panels name the queries, the
+    lower ones the keys."""
+    name = PANELS[i]
+    tokens = "tokens[sequence][datum.value]"
+    left, low = i % 2 == 0, i >= 2
+    x = alt.X("k:O", title="key" if low else None,
+              axis=alt.Axis(labelExpr=tokens, labelAngle=-90, labels=low, ticks=low, labelFontSize=10))
+    y = alt.Y("q:O", title="query" if left else None,
+              axis=alt.Axis(labelExpr=tokens, labels=left, ticks=left, labelFontSize=10))
+    heat = alt.Chart(cells).transform_filter("datum.s == sequence").transform_calculate(
+        w=f"datum.by_panel[{i}]",
+        label=f"'{name}: query ' + datum.q + ' (' + tokens[sequence][datum.q] + '), key ' + datum.k + "
+              "' (' + tokens[sequence][datum.k] + '): weight ' + format(datum.w, '.8f')",
+    ).mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=x, y=y, color=alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
+        description=alt.Description("label:N"))
     queries = f"queries {max(LOOKBACK)}–{t - 1}"
-    return (
+    header = (
         alt.Chart(backs).transform_filter("datum.s == sequence")
-        .transform_calculate(one="datum.previous[panel]", two="datum.two_back[panel]")
+        .transform_calculate(one=f"datum.previous[{i}]", two=f"datum.two_back[{i}]")
         .transform_calculate(
-            text=f"{names}[panel] + ', held-out sequence ' + sequence + '\\nmean weight of {queries} on the token\\n"
-                 "one back ' + format(datum.one, '.2f') + ', two back ' + format(datum.two, '.2f')",
-            label=f"{names}[panel] + ', held-out sequence ' + sequence + ': mean weight of {queries} on the "
-                  "previous token ' + format(datum.one, '.8f') + ', on the token two back ' + format(datum.two, '.8f')")
-        .mark_text(align="left", baseline="top", lineBreak="\n", x=0, y=-58, fontSize=12)
+            text=f"['{name}', '1 back ' + format(datum.one, '.2f') + ', 2 back ' + format(datum.two, '.2f')]",
+            label=f"'{name}, held-out sequence ' + sequence + ': mean weight of {queries} on the previous token '"
+                  " + format(datum.one, '.8f') + ', on the token two back ' + format(datum.two, '.8f')")
+        .mark_text(align="left", baseline="top", x=0, y=-34, fontSize=12, lineHeight=15)
         .encode(text="text:N", description=alt.Description("label:N"))
     )
+    return alt.layer(heat, header).properties(width=CELL * t, height=CELL * t)
 
 
 def heads_explorer(w_one: torch.Tensor, w_two: torch.Tensor, labels: Sequence[Sequence[str]],
-                   panel: str = PANELS[0], sequence: int = 0) -> Explorer:
-    """A heatmap of the weights of one head on one of b held-out sequences, under two controls (chapter 5).
+                   sequence: int = 0) -> Explorer:
+    """The four panels of :func:`heads_view` side by side, small multiples of one of b held-out sequences, under
+    a slider for the sequence (chapter 5).
 
     ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``: the one-head and two-head models' weights on the
-    same b ≤ 8 sequences of t ≤ 8 tokens; ``labels`` names each sequence's t tokens. A menu picks the panel
-    (as in :func:`heads_view`), a slider the sequence; every setting's numbers are :func:`heads_view`'s, computed here.
+    same b ≤ 8 sequences of t ≤ 8 tokens; ``labels`` names each sequence's t tokens. Every panel's numbers at
+    every sequence are :func:`heads_view`'s, computed here; the browser only selects.
     """
-    heads_view(w_one, w_two, panel, sequence)  # checks the weights and the settings
+    heads_view(w_one, w_two, PANELS[0], sequence)  # checks the weights and the sequence
     b, _, t, _ = w_one.shape
     if b > MAX_SEQUENCES or t > MAX_T or len(labels) != b or any(len(row) != t for row in labels):
         raise ValueError(f"need the weights of b <= {MAX_SEQUENCES} sequences of t <= {MAX_T} tokens (more does not "
@@ -113,17 +110,14 @@ def heads_explorer(w_one: torch.Tensor, w_two: torch.Tensor, labels: Sequence[Se
     backs = pd.DataFrame([{"s": s, "previous": [v["previous"] for v in views[s]],
                            "two_back": [v["two_back"] for v in views[s]]} for s in range(b)])
     params = [
-        alt.param(name="panel", value=PANELS.index(panel),
-                  bind=alt.binding_select(options=list(range(len(PANELS))), labels=list(PANELS), name="panel ")),
         alt.param(name="sequence", value=sequence,
                   bind=alt.binding_range(min=0, max=b - 1, step=1, name="held-out sequence ")),
         alt.param(name="tokens", value=[list(map(str, row)) for row in labels]),  # the axes' labels
     ]
-    heatmap = alt.layer(*_heatmap(), data=cells).transform_filter("datum.s == sequence").transform_calculate(
-        w="datum.by_panel[panel]")
-    chart = alt.layer(heatmap, _summary(backs, t)).add_params(*params).properties(width=CELL * t, height=CELL * t)
-    description = (f"A heatmap of the attention weights of one head of the two-back task's trained models on one "
-                   f"of {b} held-out sequences of {t} tokens, one row per query, under a menu for the head (one "
-                   f"head; head 0, head 1 or the average of two heads) and a slider for the sequence, with the "
-                   f"head's mean weight on the previous token and on the token two back.")
-    return Explorer(chart, description)
+    chart = alt.concat(*(_panel(i, t, cells, backs) for i in range(len(PANELS))), columns=2,
+                       spacing=14).add_params(*params)
+    description = (f"Four heatmaps side by side, the attention weights of the two-back task's trained models on one "
+                   f"of {b} held-out sequences of {t} tokens, one row per query: the one-head model's head, the "
+                   f"two-head model's head 0 and head 1, and their average, under a slider for the sequence, each "
+                   f"with its mean weight on the previous token and on the token two back.")
+    return Explorer(chart, description, "Slide the sequence: each head keeps its diagonal")

@@ -99,7 +99,7 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
     description = (f"Bars of the {d} features of a query at position p + r and a key at position p after RoPE, and "
                    f"of each of the {d // 2} pairs' share of their score, with sliders for p and r; at p = {p}, "
                    f"r = {r} the score is {view['score']:.2f}, and it stays so for every p.")
-    return Explorer(chart.add_params(P, R), description)
+    return Explorer(chart.add_params(P, R), description, "Move p: the score stays; move r: it changes")
 
 
 def stretch_view(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float = 1.0,
@@ -176,4 +176,4 @@ def stretch_explorer(d: int, trained_len: int, s: float = 4.0, base: float = 100
                    f"NTK-aware scaling and YaRN as printed and as coded (trained on {trained_len} tokens), with a "
                    f"slider for the scale s from {S_MIN:g} to {S_MAX:g}; at s = {s:g} interpolation multiplies "
                    f"every pair by {view['factors']['interpolation'][0]:.2f}.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Slide s: which pairs each method slows down")

@@ -13,12 +13,13 @@ from ..attention import attention
 from ..flash import Tile, tile_scores, tiles
 from ..masks import causal_mask
 from ..merge import finite_or_zero
-from ._explorer import Explorer, rounded
+from ._explorer import INK, Explorer, rounded
 
 __all__ = ["tile_walk_view", "tile_walk_explorer"]
 
 #: The tiles' colours: the one just computed, those computed before it, those still to come and those skipped.
 STATUS = {"current": "#e45756", "done": "#4c78a8", "to come": "#c6dbef", "skipped": "#eeeeee"}
+PICKED = "#ff7f0e"  # the outline of the picked query's row
 #: The tile grid's side in pixels; with its legend beside it and the panels below, the explorer fits a phone.
 GRID = 160
 #: The short panels' value axes: a few ticks, so that a reader can read a value off them (Vega would draw one).
@@ -123,7 +124,7 @@ def _domain(*columns: pd.Series) -> list[float]:
 
 
 def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame, tile: alt.Parameter, n: int,
-                block_q: int, block_k: int) -> alt.LayerChart:
+                block_q: int, block_k: int, pick: alt.Parameter) -> alt.LayerChart:
     """The score matrix in tiles, coloured by where the walk is at the slider's step, under a caption."""
     t_q, t_k = int(cells["i1"].max()), int(cells["j1"].max())
     status = (f"datum.n == 0 ? 'skipped' : datum.n == {tile.name} ? 'current' : "
@@ -137,11 +138,13 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
         return alt.Y(field, scale=alt.Scale(domain=[0, t_q], reverse=True), title="query",
                      axis=alt.Axis(values=list(range(0, t_q + 1, block_q)), labelOverlap=False))
 
-    scores = alt.Chart(cells).transform_calculate(status=status).mark_rect(aria=False).encode(
+    scores = alt.Chart(cells).transform_calculate(status=status).mark_rect(aria=False).properties(
+        name="tile_scores").add_params(pick).encode(  # named: Altair's names change between runs
         x=keys("j:Q"), x2="j1:Q", y=queries("i:Q"), y2="i1:Q",
         color=alt.Color("status:N", title="tile", legend=alt.Legend(orient="right"),
                         scale=alt.Scale(domain=list(STATUS), range=list(STATUS.values()))),
         opacity=alt.condition("datum.allowed", alt.value(1.0), alt.value(0.3)),  # blocked scores pale
+        stroke=alt.condition(pick, alt.value(PICKED), alt.value("transparent")),  # the picked query's row
     )
     outlines = (
         alt.Chart(grid).transform_calculate(status=status)
@@ -150,7 +153,7 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
                                    "(datum.c1 - 1) + ', ' + datum.kind + ': ' + datum.status")
         .encode(x=keys("c0:Q"), x2="c1:Q", y=queries("r0:Q"), y2="r1:Q", description=alt.Description("label:N"))
     )
-    computed = outlines.transform_filter("datum.n > 0").mark_rect(fillOpacity=0, stroke="black").encode(
+    computed = outlines.transform_filter("datum.n > 0").mark_rect(fillOpacity=0, style=INK).encode(
         strokeWidth=alt.condition(f"datum.n == {tile.name}", alt.value(3), alt.value(0.8)))
     skipped = outlines.transform_filter("datum.n == 0").mark_rect(fillOpacity=0, stroke="#888888", strokeDash=[3, 2])
     now = alt.Chart(captions).transform_filter(f"datum.step == {tile.name}")
@@ -176,7 +179,7 @@ def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, t
     x = alt.X("query:O", scale=alt.Scale(domain=list(range(t_q))), title="query", axis=alt.Axis(labelAngle=0))
     state = alt.Chart(rows).transform_filter(f"datum.step == {tile.name}")
     m = state.transform_calculate(label="'m of query ' + datum.query + ': ' + format(datum.m, '.8f')").mark_point(
-        filled=True, size=50, color="black").encode(
+        filled=True, size=50, style=INK).encode(
         x=x, y=alt.Y("m:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
         description=alt.Description("label:N"))
     ell = state.transform_calculate(label="'ℓ of query ' + datum.query + ': ' + format(datum.l, '.8f')").mark_bar(
@@ -201,23 +204,66 @@ def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, t
             alt.layer(ticks, gaps, points).properties(title="output (points) and exact attention (ticks)", **panel)]
 
 
+def _query_charts(rows: pd.DataFrame, outs: pd.DataFrame, pick: alt.Parameter, tile: alt.Parameter,
+                  n: int) -> list[alt.TopLevelMixin]:
+    """The picked query over every step: m (points) and ℓ (bars) on two axes, where a rise of m shows as ℓ's drop,
+    and its output beside the exact one; a rule marks the slider's step."""
+    x = alt.X("step:O", scale=alt.Scale(domain=list(range(n + 1))), title="tiles computed",
+              axis=alt.Axis(labelAngle=0))
+    now = alt.Chart(pd.DataFrame({"n": [0]})).transform_calculate(step=tile.name).mark_rule(
+        color=STATUS["current"], strokeWidth=2, aria=False).encode(x=x)
+    picked = alt.Chart(rows).transform_filter(pick)
+    label = ("'query ' + datum.query + ' after ' + datum.step + ' tiles: m ' + format(datum.m, '.8f')"
+             " + ', ℓ ' + format(datum.l, '.8f')")
+    ell = picked.mark_bar(color=STATUS["to come"], aria=False).encode(
+        x=x, y=alt.Y("l:Q", title="ℓ (bars)", scale=alt.Scale(domain=_domain(rows["l"])), axis=TICKS))
+    m = picked.transform_calculate(label=label).mark_point(filled=True, size=50, style=INK).encode(
+        x=x, y=alt.Y("m:Q", title="m (points)", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
+        description=alt.Description("label:N"))
+    heading = picked.transform_aggregate(query="min(query)").transform_calculate(
+        text="'query ' + datum.query + ' at every step: m (points), ℓ (bars)'").mark_text(
+        align="left", x=0, y=-12, fontSize=12, aria=False).encode(text="text:N")
+    panel = {"width": 260, "height": 70}
+    state = alt.layer(ell, now, m, heading).resolve_scale(y="independent").properties(**panel)
+    values = alt.Scale(domain=_domain(outs["o"], outs["exact"]))
+    colour = alt.Color("dim:N", title=None, legend=None)
+    chosen = alt.Chart(outs).transform_filter(pick)
+    lines = chosen.mark_line(point=alt.OverlayMarkDef(filled=True, size=30)).transform_calculate(
+        label="'query ' + datum.query + ' after ' + datum.step + ' tiles: ' + datum.dim + ' '"
+              " + format(datum.o, '.8f')").encode(
+        x=x, y=alt.Y("o:Q", title="output", scale=values, axis=TICKS), color=colour,
+        description=alt.Description("label:N"))
+    exact = chosen.transform_filter(f"datum.step == {n}").mark_rule(strokeDash=[4, 3], aria=False).encode(
+        y=alt.Y("exact:Q", scale=values), color=colour)
+    output = alt.layer(exact, now, lines).properties(title="its output (lines) and exact (dashed)", **panel)
+    return [state, output]
+
+
 def tile_walk_explorer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
-                       causal: bool = False, step: int = 1) -> Explorer:
+                       causal: bool = False, step: int = 1, query: int | None = None) -> Explorer:
     """The tiles of ``flash_forward``'s walk under a slider, with each query's m, ℓ and output (chapter 10).
 
     q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``: keep them small (t of about 8). Every step's state is
-    :func:`tile_walk_view`'s, computed here; the browser shows the one the slider selects.
+    :func:`tile_walk_view`'s, computed here; the browser shows the one the slider selects. A click on a row of the
+    tiles, or the menu "query", picks a query (``query``, the last by default) whose m, ℓ and output the two panels
+    under the tiles follow over every step.
     """
     n = tile_walk_view(q, k, v, block_q, block_k, step, causal)["tiles"]  # checks the inputs and the step
     t_q, t_k = q.shape[0], k.shape[0]
     grid, cells = _tile_grid(t_q, t_k, block_q, block_k, causal)
     rows, outs, captions, exact = _walk_data(q, k, v, block_q, block_k, causal)
+    query = t_q - 1 if query is None else validate.integer(query, "query", minimum=0, maximum=t_q - 1,
+                                                              why="the query picked at the start")
+    rows, outs = rows.assign(i=rows["query"]), outs.assign(i=outs["query"])  # "i": the query, as the cells name it
     tile = alt.param(name="tile", value=step, bind=alt.binding_range(min=0, max=n, step=1, name="tiles computed "))
+    pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False, value=[{"i": query}],
+                               bind=alt.binding_select(options=list(range(t_q)), name="query "))
+    walk = _walk_chart(grid, cells, captions, tile, n, block_q, block_k, pick)
     chart = alt.vconcat(
-        _walk_chart(grid, cells, captions, tile, n, block_q, block_k), *_state_charts(rows, outs, exact, tile, t_q),
+        walk, *_query_charts(rows, outs, pick, tile, n), *_state_charts(rows, outs, exact, tile, t_q),
     ).resolve_scale(color="independent").add_params(tile)
     description = (f"The {n} tiles flash_forward computes for {t_q} queries and {t_k} keys in tiles of {block_q} × "
                    f"{block_k}{', causal' if causal else ''}, one at a time under a slider, with each query's running "
                    "maximum m, running sum ℓ and output beside the exact attention, which a query's output reaches "
                    "at the last tile of its row.")
-    return Explorer(chart, description)
+    return Explorer(chart, description, "Step the tiles; click a row to follow its m and ℓ")

@@ -122,10 +122,11 @@ def report(placed: list[Placed], folder: Path) -> str:
             lines.append(f"updated {p.path} (the book changed; you had not edited your copy)")
         elif p.status == "kept":
             lines.append(f"kept your {Path(folder) / p.name} (you edited it); the new edition is {p.path}")
-    edited = sum(p.status == "edited" for p in placed)
+    edited = [p.name for p in placed if p.status == "edited"]
     if edited:
-        lines.append(f"kept {edited} notebook{'s' if edited > 1 else ''} you edited as you left "
-                     f"{'them' if edited > 1 else 'it'}: no new edition since the last make lab")
+        names = ", ".join(edited[:-1]) + f" and {edited[-1]}" if len(edited) > 1 else edited[0]
+        lines.append(f"kept {len(edited)} notebook{'s' if len(edited) > 1 else ''} you edited as you left "
+                     f"{'them' if len(edited) > 1 else 'it'} ({names}): no new edition since the last make lab")
     same = sum(p.status == "same" for p in placed)
     if same:
         lines.append(f"{same} of your notebooks in {folder}/ are the current editions already")

@@ -72,7 +72,7 @@ class FoldSolution(Step):
             heading.metadata["id"] = heading.id  # the id Colab's collapsed_sections refers to
             at.add(heading)
         if prose:
-            at.add(new_markdown(gate, "solution-text", prose))
+            at.add(hidden(new_markdown(gate, "solution-text", prose)))
         if "end" in kinds:
             at.add(new_markdown(gate, "answer", "#### Your answer"))
             at.add(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(gate, "answer-code")))
@@ -82,6 +82,35 @@ class FoldSolution(Step):
         folded = [derived_id(chapter.cells[i], "solution") for i, (_, kinds) in sorted(chapter.gates.items())
                   if "start" in kinds]
         nb.metadata["colab"] = {"collapsed_sections": folded}
+
+
+SOLUTION_TEXT = "<details><summary>The book's solution in words (click to open)</summary>\n\n{prose}\n\n</details>"
+
+
+def hidden(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``cell``, a solution's cell, kept out of view however the learner runs it: a code cell's source and
+    outputs collapsed (its first line, ``# The book's solution to Exercise 1.2 (folded) …``, is what JupyterLab
+    shows of it); a markdown cell's prose inside a closed ``<details>`` (running a markdown cell uncollapses
+    it, but renders a ``<details>`` closed)."""
+    if cell.cell_type == "code":
+        cell.setdefault("metadata", {}).setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
+    elif cell.cell_type == "markdown":
+        cell.source = SOLUTION_TEXT.format(prose=cell.source.strip())
+    return cell
+
+
+class HideSolution(Step):
+    """Every cell of a solution, code and prose, kept out of view on top of its folded heading. Running a
+    chapter cell by cell (Shift+Enter, the toolbar's run button) makes each cell in turn the active one, and
+    JupyterLab and Notebook 7 unfold the heading above the active cell, and show the output of a code cell run
+    and the text of a markdown cell run, whatever their metadata: so a solution's code stays collapsed
+    (``source_hidden``, which a run keeps), its output is not made (the kernel runs a cell that begins with
+    ``# The book's solution`` under ``%%capture``, attn_helpers/checks/_answer.py) and its prose is a closed
+    ``<details>``."""
+
+    def cell(self, at: At) -> None:
+        if at.index in at.chapter.solution_code or (at.index in at.chapter.gated and at.index not in at.chapter.gates):
+            hidden(at.cell)
 
 
 class SolutionLine(Step):
@@ -116,7 +145,7 @@ class DropColabSetup(Step):
 
 def learners_steps(colab_setup: Step) -> list[Step]:
     return [CheckAsRunAllShows(), FoldSolution(), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
-            DropGlueRecords(), colab_setup, SolutionLine(), FigureCaption()]
+            DropGlueRecords(), colab_setup, SolutionLine(), HideSolution(), FigureCaption()]
 
 
 LEARNERS = Edition("learners", learners_steps(FoldColabSetup()))
@@ -137,4 +166,4 @@ def as_text(nb: nbformat.NotebookNode) -> str:
 
 
 __all__ = ["LAB", "LEARNERS", "CheckAsRunAllShows", "DropColabSetup", "FoldColabSetup", "FoldSolution",
-           "SolutionLine", "as_text", "learner_edition"]
+           "HideSolution", "SolutionLine", "as_text", "learner_edition"]

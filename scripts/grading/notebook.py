@@ -74,6 +74,8 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
     if err := _error(check):
         if answer_error:
             return "error", _explain(answer_error)
+        if err.startswith("NotAnswered"):  # attn_helpers/checks/_answer.py: the answer cell defines no answer
+            return "error", f"not answered: {err.removeprefix('NotAnswered:').strip()}"
         if err.startswith("CheckFailed"):
             return "failed", err.removeprefix("CheckFailed:").strip()
         return "error", _explain(err)
