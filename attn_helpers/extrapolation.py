@@ -6,9 +6,18 @@ position schemes: ``"learned"`` and ``"sinusoidal"`` add a vector per position t
 rotates queries and keys, ``"alibi"`` adds a linear distance penalty to the scores, ``"none"`` relies
 on the causal mask alone. :func:`train` fits it on ``circuits.induction_batch`` at one length;
 :func:`accuracy` measures it at any length, in one pass or decoding through a ring buffer (:func:`decode`).
+
+The chapter's experiment is four calls, each returning the table its cell shows: :func:`train_schemes` trains
+one model per scheme, :func:`length_table` reads them at longer lengths, :func:`stretch_table` stretches the
+RoPE model's frequencies and :func:`window_table` reads it through a window with sinks; :func:`first_token_weight`
+looks for a sink. Every setting of the experiment is a default of these functions.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -16,13 +25,17 @@ from torch import nn
 
 from . import validate
 from .circuits import induction_batch
-from .long_context import alibi_bias, rope_with_frequencies
+from .long_context import alibi_bias, interpolation, ntk_aware, rope_with_frequencies, yarn, yarn_attention_factor
 from .masks import causal_mask
 from .position import frequencies, sinusoidal_encoding
-from .sliding_window import RingCache
+from .sliding_window import RingCache, window_mask
 from .training import fit
 
-__all__ = ["SCHEMES", "PositionModel", "train", "decode", "accuracy"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["SCHEMES", "PositionModel", "train", "decode", "accuracy", "Trained", "train_schemes", "length_table",
+           "stretch_table", "window_table", "first_token_weight"]
 
 SCHEMES = ("learned", "sinusoidal", "rope", "alibi", "none")
 
@@ -152,3 +165,96 @@ def accuracy(model: PositionModel, seq_len: int, n: int = 200, seed: int = 999, 
     logits = decode(model, tokens, **ring) if ring is not None else model(tokens, **forward)[0]
     right = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (n, t - 1)
     return float(right[scored[:, :-1]].float().mean())
+
+
+@dataclass(frozen=True)
+class Trained:
+    """One :class:`PositionModel` per scheme of :data:`SCHEMES`, all trained ``steps`` steps on batches of
+    ``batch_size`` sequences of ``trained_len`` tokens (chapter 11)."""
+
+    models: dict[str, PositionModel]
+    trained_len: int
+    steps: int
+    batch_size: int
+
+
+def train_schemes(seed: int = 0, trained_len: int = 16, vocab_size: int = 64, steps: int = 700,
+                  batch_size: int = 32, lr: float = 0.01) -> Trained:
+    """The five models of chapter 11's experiment (chapter 11): for each scheme, a :class:`PositionModel` initialised
+    from ``seed`` and trained ``steps`` Adam steps (learning rate ``lr``) on batches of ``batch_size`` induction
+    sequences of ``trained_len`` tokens from ``vocab_size`` ids (:func:`train`). The caller's random stream is left
+    as it was."""
+    models = {}
+    for scheme in SCHEMES:
+        with torch.random.fork_rng(devices=[]):  # the model's initial weights come from seed, the caller's stream
+            torch.manual_seed(seed)  # is left as it was
+            models[scheme] = PositionModel(scheme, vocab_size, max_len=trained_len)
+        train(models[scheme], seq_len=trained_len, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+    return Trained(models, trained_len, steps, batch_size)
+
+
+def length_table(trained: Trained, scales: tuple[int, ...] = (1, 2, 4)) -> pd.DataFrame:
+    """Each scheme's :func:`accuracy` at ``s · trained_len`` tokens for each ``s`` of ``scales``: one row per scheme,
+    one column per length in tokens; NaN where a learned table has no row for the length (chapter 11)."""
+    import pandas as pd
+
+    lengths = [s * trained.trained_len for s in scales]
+    rows = {scheme: {n: math.nan if scheme == "learned" and n > model.max_len else accuracy(model, n)
+                     for n in lengths} for scheme, model in trained.models.items()}
+    return pd.DataFrame(rows).T.rename_axis("positions")  # (schemes, lengths)
+
+
+def stretch_table(trained: Trained, scales: tuple[int, ...] = (2, 4)) -> pd.DataFrame:
+    """The RoPE model's :func:`accuracy` at ``s · trained_len`` tokens with its frequencies as trained, interpolated,
+    NTK-aware and YaRN's (as printed, β = 32, and as its code rounds it), without training (chapter 11).
+
+    YaRN's rows scale the queries and keys by ``yarn_attention_factor(s)``. One row per method, one column per
+    length in tokens."""
+    import pandas as pd
+
+    model, trained_len = trained.models["rope"], trained.trained_len
+    d, theta = model.d_k, frequencies(model.d_k)
+    table = {}
+    for s in scales:
+        n, factor = s * trained_len, yarn_attention_factor(s)
+        table[n] = {
+            "RoPE as trained": accuracy(model, n),
+            "interpolation": accuracy(model, n, theta=interpolation(theta, s)),
+            "NTK-aware": accuracy(model, n, theta=ntk_aware(d, s)),
+            "YaRN as printed, β = 32": accuracy(model, n, theta=yarn(d, s, trained_len), factor=factor),
+            "YaRN as coded": accuracy(model, n, theta=yarn(d, s, trained_len, rounded=True), factor=factor),
+        }
+    return pd.DataFrame(table).rename_axis("frequencies")  # (methods, lengths)
+
+
+def window_table(trained: Trained, scales: tuple[int, ...] = (2, 4), sinks: int = 4) -> pd.DataFrame:
+    """The RoPE model's :func:`accuracy` at ``s · trained_len`` tokens with full causal attention, a window of
+    ``trained_len`` tokens, and that window with ``sinks`` sinks numbered by their positions in the text (one pass
+    under the mask) or within the cache (decoding through a ring buffer) (chapter 11). One row per reading, one
+    column per length in tokens."""
+    import pandas as pd
+
+    model, window = trained.models["rope"], trained.trained_len
+    table = {}
+    for n in (s * trained.trained_len for s in scales):
+        table[n] = {
+            "full causal attention": accuracy(model, n),
+            f"window of {window}": accuracy(model, n, allowed=window_mask(n, window=window)),
+            f"+ {sinks} sinks, text positions": accuracy(model, n, allowed=window_mask(n, window=window, sinks=sinks)),
+            f"+ {sinks} sinks, cache positions": accuracy(
+                model, n, ring={"window": window, "sinks": sinks, "numbering": "cache"}),
+        }
+    return pd.DataFrame(table).rename_axis("reading")  # (readings, lengths)
+
+
+@torch.no_grad()
+def first_token_weight(trained: Trained, after: int = 4, n: int = 200, seed: int = 5) -> tuple[torch.Tensor, float]:
+    """The RoPE model's average weight on position 0, per layer and head ``(layers, h)``, over the queries at
+    positions ``after … trained_len - 1`` of ``n`` fresh sequences; and what an even spread over the visible tokens
+    would give it, averaged over the same queries (chapter 11)."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens, _ = induction_batch(n, trained.models["rope"].vocab_size, trained.trained_len, generator=gen)
+    _, weights = trained.models["rope"](tokens)  # per layer: (b, h, t, t)
+    first = torch.stack([w[:, :, after:, 0].mean(dim=(0, 2)) for w in weights])  # (layers, h)
+    even = (1 / torch.arange(after + 1, trained.trained_len + 1)).mean()  # query p sees p + 1 tokens
+    return first, float(even)

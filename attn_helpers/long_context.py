@@ -1,7 +1,8 @@
 """Positions past the trained length (chapter 11): RoPE's two layouts, ALiBi, and stretching RoPE's frequencies.
 
-RoPE rotates pairs of features. RoFormer and GPT-J pair neighbours ``(2i, 2i+1)`` (``ah.position.rope``);
-GPT-NeoX and LLaMA pair the two halves ``(i, i + d/2)`` (:func:`rope_halves`). The two are one rotation
+RoPE rotates pairs of features. RoFormer, GPT-J and Meta's LLaMA code pair neighbours ``(2i, 2i+1)``
+(``ah.position.rope``); GPT-NeoX and Hugging Face's port of LLaMA pair the two halves ``(i, i + d/2)``
+(:func:`rope_halves`), so converting Meta's checkpoints reorders rows of W_Q and W_K. The two are one rotation
 seen through a permutation of the features (:func:`halves_order`). ALiBi adds ``-m_h · distance`` to
 the scores of head h (:func:`alibi_bias`). Position interpolation, NTK-aware scaling and YaRN change
 RoPE's frequencies ``θ_i`` so that a model trained on L tokens can read s · L.
@@ -48,7 +49,8 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 def rope_halves(x: torch.Tensor, positions: torch.Tensor | Sequence[int] | None = None,
                 base: float = 10000.0) -> torch.Tensor:
-    """RoPE in the halves layout of GPT-NeoX and LLaMA: feature i turns with feature i + d/2 (chapter 11).
+    """RoPE in the halves layout of GPT-NeoX and Hugging Face's LLaMA: feature i turns with feature i + d/2
+    (chapter 11). Meta's own LLaMA code is interleaved, as ``ah.position.rope``.
 
     ``x`` ``(..., t, d)``, ``positions`` ``(t,)`` (default ``0 … t-1``). The pair ``(i, i + d/2)`` of row p is
     rotated by ``p θ_i``, ``θ_i = base^(-2i/d)``: ``x cos + rotate_half(x) sin``. Same shape and dtype as ``x``.
@@ -143,7 +145,8 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
     ``rounded=True`` computes it as the authors' code (and the libraries that copy it) does: the pair indices
     where ``r = β`` and ``r = α`` are rounded outward (down and up), the first clipped at 0 and the second at
     ``d - 1`` (that code's limit, past the last pair), and the ramp runs linearly over pair indices between
-    them. Then a β that no pair reaches still keeps the fastest pair whenever it turns more than α times
+    them; when the two indices coincide, the upper one moves up by 0.001, the code's guard against a ramp of
+    zero width. Then a β that no pair reaches still keeps the fastest pair whenever it turns more than α times
     (chapter 11's model, ``d = 8``, ``L = 16``: the printed formula with β = 2).
     """
     s = _stretch(s)
@@ -156,7 +159,7 @@ def yarn(d: int, s: float, trained_len: int, base: float = 10000.0, alpha: float
             return d * math.log(trained_len / (2 * math.pi * r)) / (2 * math.log(base))
 
         low, high = max(math.floor(pair_at(beta)), 0), min(math.ceil(pair_at(alpha)), d - 1)
-        high = high if high > low else low + 0.001  # the authors' guard against a ramp of zero width
+        high = high + 0.001 if high == low else high  # the authors' guard against a ramp of zero width
         gamma = 1 - ((torch.arange(d // 2, dtype=theta.dtype) - low) / (high - low)).clamp(0.0, 1.0)
     else:
         turns = trained_len * theta / (2 * math.pi)  # r_i

@@ -75,11 +75,9 @@ class RingCache:
         return self.k.nbytes + self.v.nbytes
 
     def write(self, k_new: torch.Tensor, v_new: torch.Tensor, n: int) -> RingCache:
-        """A cache with token n's key and value ``(b, g, 1, d_k)`` in slot :func:`ring_slot` ``(n)``."""
-        if k_new.shape != (*self.k.shape[:2], 1, self.k.shape[3]) or v_new.shape != k_new.shape:
-            raise ValueError(f"write one token at a time: keys and values of shape (b, g, 1, d_k) = "
-                             f"{(*self.k.shape[:2], 1, self.k.shape[3])}, got {tuple(k_new.shape)} and "
-                             f"{tuple(v_new.shape)}.")
+        """A cache with token n's key and value ``(b, g, 1, d_k)`` in slot :func:`ring_slot` ``(n)``; the tokens
+        come in order, n = 0, 1, 2, …"""
+        n = validate.ring_write(self, k_new, v_new, n)
         slot = torch.tensor([ring_slot(n, self.window, self.sinks)])
         return RingCache(self.k.index_copy(2, slot, k_new), self.v.index_copy(2, slot, v_new),
                          self.positions.index_copy(0, slot, torch.tensor([n])), self.window, self.sinks)

@@ -99,3 +99,48 @@ def test_bad_input_says_what_to_do():
                              numbering="slot")
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         extrapolation.train(extrapolation.PositionModel("none", vocab_size=10), steps=0)
+
+
+@pytest.fixture(scope="module")
+def barely_trained():
+    return extrapolation.train_schemes(seed=3, trained_len=8, vocab_size=32, steps=3)
+
+
+def test_train_schemes_trains_one_model_per_scheme_and_leaves_the_callers_random_stream(barely_trained):
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    again = extrapolation.train_schemes(seed=3, trained_len=8, vocab_size=32, steps=3)
+    assert torch.equal(torch.rand(3), expected)  # the caller's stream is where it was
+    assert list(again.models) == list(extrapolation.SCHEMES) and again.trained_len == 8 and again.steps == 3
+    for scheme, model in again.models.items():  # the same seed, the same models
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), barely_trained.models[scheme].parameters(),
+                                                     strict=True))
+
+
+def test_length_table_reads_each_scheme_at_each_length_and_the_learned_one_only_where_it_can(barely_trained):
+    table = extrapolation.length_table(barely_trained)
+    assert list(table.index) == list(extrapolation.SCHEMES) and list(table.columns) == [8, 16, 32]
+    assert table.loc["learned", [16, 32]].isna().all() and table.drop(columns=[16, 32]).notna().all().all()
+    assert table.loc["alibi", 16] == extrapolation.accuracy(barely_trained.models["alibi"], 16)
+
+
+def test_stretch_and_window_tables_are_the_rope_models_readings(barely_trained):
+    rope = barely_trained.models["rope"]
+    stretched = extrapolation.stretch_table(barely_trained)
+    assert list(stretched.columns) == [16, 32]
+    assert stretched.loc["RoPE as trained", 32] == extrapolation.accuracy(rope, 32)
+    coded = long_context.yarn(rope.d_k, 4, 8, rounded=True)
+    assert stretched.loc["YaRN as coded", 32] == extrapolation.accuracy(
+        rope, 32, theta=coded, factor=long_context.yarn_attention_factor(4))
+    reading = extrapolation.window_table(barely_trained)
+    assert list(reading.index) == ["full causal attention", "window of 8", "+ 4 sinks, text positions",
+                                   "+ 4 sinks, cache positions"]
+    assert reading.loc["+ 4 sinks, text positions", 16] == extrapolation.accuracy(
+        rope, 16, ring={"window": 8, "sinks": 4, "numbering": "text"})  # the one pass under the mask, decoded
+
+
+def test_first_token_weight_is_the_average_weight_on_position_0(barely_trained):
+    first, even = extrapolation.first_token_weight(barely_trained, after=2, n=5)
+    assert first.shape == (2, 4) and ((first > 0) & (first < 1)).all()
+    assert even == pytest.approx(sum(1 / p for p in range(3, 9)) / 6)

@@ -132,6 +132,32 @@ def test_yarn_rounded_clips_the_upper_bound_at_d_minus_1_as_the_authors_code_doe
     coded = long_context.yarn(d, s, L, rounded=True)
     assert torch.allclose(coded, expected) and coded[3] > theta[3] / s
 
+
+def _authors_yarn(d, s, L, alpha, beta, base=10000.0):
+    """YaRN's frequencies as the authors' find_correction_range and linear_ramp_mask compute them, written out."""
+    def pair_at(r):
+        return d * math.log(L / (2 * math.pi * r)) / (2 * math.log(base))
+
+    low, high = max(math.floor(pair_at(beta)), 0), min(math.ceil(pair_at(alpha)), d - 1)
+    if low == high:
+        high += 0.001  # their guard, for equal bounds only
+    keep = 1 - ((torch.arange(d // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    theta = position.frequencies(d, base)
+    return theta / s * (1 - keep) + theta * keep
+
+
+@pytest.mark.parametrize("d, L, alpha, beta", [
+    (8, 16, 1, 32), (8, 16, 1, 2), (128, 4096, 1, 32),
+    (8, 4, 1, 32),                # both bounds clipped to pair 0: equal, so the guard moves the upper one up
+    (8, 4 * 10 ** 9, 1, 32),      # both at pair 7 (= d - 1): equal again
+    (8, 4, 10, 20),               # the upper index clipped at 0 lies below the lower one (-1): no guard
+    (8, 4 * 10 ** 10, 1, 32),     # the lower index 8 lies above the upper one, clipped at 7: no guard
+])
+def test_yarn_rounded_is_the_authors_code_including_its_guard(d, L, alpha, beta):
+    coded = long_context.yarn(d, 4, L, alpha=alpha, beta=beta, rounded=True)
+    assert torch.allclose(coded, _authors_yarn(d, 4, L, alpha, beta), rtol=1e-12, atol=0)
+
+
 def test_yarn_attention_factor():
     assert long_context.yarn_attention_factor(1) == 1.0
     assert math.isclose(long_context.yarn_attention_factor(16), 0.1 * math.log(16) + 1)

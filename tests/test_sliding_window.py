@@ -82,6 +82,14 @@ def test_cache_positions_number_the_slots_as_streaming_llm_does():
     assert cache.cache_positions().tolist() == [0, 1, 3, 4, 5, 2]  # sinks, then tokens 5 … 8 oldest first
 
 
+def _written(tokens, window=3, sinks=1):
+    """A cache of 1 + 3 slots after tokens 0 … tokens - 1."""
+    cache = sliding_window.RingCache.empty(1, 1, 4, window=window, sinks=sinks)
+    for n in range(tokens):
+        cache = cache.write(torch.full((1, 1, 1, 4), float(n)), torch.full((1, 1, 1, 4), float(n)), n)
+    return cache
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: sliding_window.window_mask(4, window=0), "window must be a positive integer"),
     (lambda: sliding_window.window_mask(4, window=2, sinks=-1), "sinks must be a non-negative integer"),
@@ -90,6 +98,16 @@ def test_cache_positions_number_the_slots_as_streaming_llm_does():
     (lambda: sliding_window.ring_slot(3, 2.0), "window must be a positive integer"),
     (lambda: sliding_window.RingCache.empty(1, 1, 4, window=3).write(torch.ones(1, 1, 2, 4), torch.ones(1, 1, 2, 4), 0),
      "one token at a time"),
+    (lambda: sliding_window.RingCache.empty(1, 1, 4, window=3).write(torch.ones(1, 1, 1, 4).double(),
+                                                                     torch.ones(1, 1, 1, 4).double(), 0),
+     r"k_new has dtype torch.float64 and the cache holds torch.float32: convert with k_new.to\(torch.float32\)"),
+    (lambda: sliding_window.RingCache.empty(1, 1, 4, window=3).write(torch.ones(1, 1, 1, 4), torch.ones(1, 1, 1, 4),
+                                                                     1),
+     r"n must be the position of the next token, 0 \(it is empty\), got 1"),
+    (lambda: _written(5).write(torch.ones(1, 1, 1, 4), torch.ones(1, 1, 1, 4), 2),
+     r"next token, 5 \(it holds tokens up to 4\), got 2: .* Write token 5 first"),
+    (lambda: _written(5).write(torch.ones(1, 1, 1, 4), torch.ones(1, 1, 1, 4), 7), "next token, 5"),
+    (lambda: _written(5).write(torch.ones(1, 1, 1, 4), torch.ones(1, 1, 1, 4), 5.0), "got 5.0"),
 ])
 def test_bad_input_says_what_to_do(call, message):
     with pytest.raises((ValueError, TypeError), match=message):

@@ -12,7 +12,15 @@ filed by what they check, and every one is reached as ``validate.<name>``:
 
 from __future__ import annotations
 
-from ._modules import head_inputs, head_width, multi_head_inputs, rope_inputs, rope_vectors, token_ids
+from ._modules import (
+    head_inputs,
+    head_width,
+    multi_head_inputs,
+    ring_write,
+    rope_inputs,
+    rope_vectors,
+    token_ids,
+)
 from ._numbers import (
     even_int,
     flag,
@@ -55,6 +63,7 @@ __all__ = [
     "even_int",
     "rope_inputs",
     "rope_vectors",
+    "ring_write",
     "token_ids",
     "flag",
     "probabilities",

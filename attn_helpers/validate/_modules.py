@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ._numbers import even_int
+from ._numbers import even_int, whole_number
 from ._tensors import as_float_tensor
 
 
@@ -160,3 +160,25 @@ def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
                          f"got ids "
                          f"{int(tokens.min())} … {int(tokens.max())}.")
     return tokens.shape[0], tokens.shape[1]
+
+
+def ring_write(cache: Any, k_new: object, v_new: object, n: object) -> int:
+    """The checks of ``RingCache.write``: one token's key and value ``(b, g, 1, d_k)`` in the cache's dtype, and n the
+    next token (the one after the newest cached). Returns n (chapter 11)."""
+    wanted = (*cache.k.shape[:2], 1, cache.k.shape[3])
+    for name, x in (("k_new", k_new), ("v_new", v_new)):
+        as_float_tensor(x, name)
+        if x.shape != wanted:
+            raise ValueError(f"write one token at a time: keys and values of shape (b, g, 1, d_k) = {wanted}, got "
+                             f"{tuple(k_new.shape)} and {tuple(v_new.shape)}.")
+        if x.dtype != cache.k.dtype:
+            raise TypeError(f"{name} has dtype {x.dtype} and the cache holds {cache.k.dtype}: convert with "
+                            f"{name}.to({cache.k.dtype}), or make the cache with "
+                            f"RingCache.empty(..., dtype={x.dtype}).")
+    following = int(cache.positions.max()) + 1  # 0 for an empty cache
+    if whole_number(n) != following:
+        held = "it is empty" if following == 0 else f"it holds tokens up to {following - 1}"
+        raise ValueError(f"n must be the position of the next token, {following} ({held}), got {n!r}: a ring buffer "
+                         f"takes the tokens in order, and one written out of order lands in the slot of a token "
+                         f"still inside the window. Write token {following} first.")
+    return following
