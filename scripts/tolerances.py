@@ -149,24 +149,26 @@ class Recorder(ast.NodeTransformer):
         self.cell = self.cells.get(info.raw_cell)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        code = ast.unparse(node)
-        self.generic_visit(node)
-        if self.cell is None or not is_tolerance(node):
-            return node
-        call = ast.Call(ast.Attribute(ast.Name("__tolerance__", ast.Load()), "compare", ast.Load()),
-                        [ast.Constant(self.cell), ast.Constant(code),
-                         ast.List([ast.Constant(type(op).__name__) for op in node.ops], ast.Load()),
-                         ast.List([ast.Constant(_small_number(o)) for o in [node.left, *node.comparators]], ast.Load()),
-                         *[ast.Lambda(_no_args(), o) for o in [node.left, *node.comparators]]], [])
-        return ast.copy_location(call, node)
+        def arguments() -> tuple[list[ast.expr], list[ast.keyword]]:
+            operands = [node.left, *node.comparators]
+            return [ast.List([ast.Constant(type(op).__name__) for op in node.ops], ast.Load()),
+                    ast.List([ast.Constant(_small_number(o)) for o in operands], ast.Load()),
+                    *[ast.Lambda(_no_args(), o) for o in operands]], []
+
+        return self._recorded(node, "compare", arguments)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        return self._recorded(node, "close", lambda: ([node.func, *node.args], node.keywords))
+
+    def _recorded(self, node: ast.expr, method: str, arguments: Callable) -> ast.AST:
+        """`node` as a call of `__tolerance__.method(cell, code, *arguments)`, if it is a tolerance of a known cell."""
         code = ast.unparse(node)
         self.generic_visit(node)
         if self.cell is None or not is_tolerance(node):
             return node
-        call = ast.Call(ast.Attribute(ast.Name("__tolerance__", ast.Load()), "close", ast.Load()),
-                        [ast.Constant(self.cell), ast.Constant(code), node.func, *node.args], node.keywords)
+        args, keywords = arguments()
+        call = ast.Call(ast.Attribute(ast.Name("__tolerance__", ast.Load()), method, ast.Load()),
+                        [ast.Constant(self.cell), ast.Constant(code), *args], keywords)
         return ast.copy_location(call, node)
 
     # -- what the rewritten code calls
