@@ -29,9 +29,16 @@ def test_every_tolerance_in_a_chapter_is_measured(chapter):
     assert not missing, f"{chapter.name}: no measured room for {missing[:3]} (new, or its cell changed): {AGAIN}"
 
 
+# Comparisons the book's own solutions never reach, so that executing the chapters cannot measure them.
+NEVER_REACHED = {
+    "ch09.py:_run_gqa": "compares an answer with the copied-heads shortcut only once the check has seen a copy",
+}
+
+
 def test_every_check_that_compares_numbers_is_measured():
     missing = [f"{module}:{key.split(':')[0]}" for module, key in tolerances.check_sites()
-               if (f"attn_helpers/checks/{module}", f"{module}:{key}") not in BY_PLACE]
+               if (f"attn_helpers/checks/{module}", f"{module}:{key}") not in BY_PLACE
+               and f"{module}:{key.split(':')[0]}" not in NEVER_REACHED]
     assert not missing, f"no measured room for the checks {missing[:5]} (new, or changed): {AGAIN}"
 
 
