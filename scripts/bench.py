@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             from chapter_times import measure
 
             for chapter in chapters():
-                seconds = measure(ROOT / chapter, execute=True).seconds
+                seconds = measure(ROOT / f"{chapter}.ipynb", execute=True).seconds
                 record(f"{chapter} executed alone", f"{seconds:7.1f} s", f"target {CHAPTER_SECONDS:.0f} s",
                        seconds <= CHAPTER_SECONDS)
 
