@@ -41,15 +41,15 @@ def shuffled_with_positions(out: torch.Tensor) -> None:
     Z = X[perm] + pe
     expected, _ = attention(Z, Z, Z)
     carried, _ = attention(X + pe, X + pe, X + pe)
-    check_tensor(out, expected, "out", {
+    check_tensor(out, expected, "out_ex", {
         "you added the encodings before shuffling, so each token took its position with it and the "
-        "result is only the unshuffled output, reordered. Shuffle X first, then add the encodings of "
+        "result is only the unshuffled output, reordered. Shuffle X_ex first, then add the encodings of "
         "positions 0 … t-1.": carried[perm],
         "you forgot the position encodings: add the sinusoidal encodings of positions 0 … t-1 to the shuffled "
         "tokens.":
             attention(X[perm], X[perm], X[perm])[0],
         "you used raw dot products; keep ah.attention's default scale 1/√d.": attention(Z, Z, Z, scale=1.0)[0],
-        "these are the unshuffled outputs: shuffle the tokens with X[perm] first.": carried,
+        "these are the unshuffled outputs: shuffle the tokens with perm_ex first.": carried,
     })
 
 
