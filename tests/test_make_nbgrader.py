@@ -79,6 +79,15 @@ def test_every_cell_has_its_nbgrader_role(chapter):
         MetadataValidator().validate_nb(source)
 
 
+def test_the_course_is_the_same_at_every_build():
+    """Cell ids included: a rebuilt course differs from the last one only where a chapter changed (issue 50)."""
+    chapter = ROOT / "chapters" / "05_multi_head.ipynb"  # it has a prediction cell, which the build adds
+    first, again = nbgrader_source(chapter), nbgrader_source(chapter)
+    assert [c.id for c in first.cells] == [c.id for c in again.cells]
+    assert len({c.id for c in first.cells}) == len(first.cells)
+    assert nbformat.writes(first) == nbformat.writes(again)
+
+
 def test_written_solutions_stay_inside_the_solution_regions():
     source = nbgrader_source(ROOT / "chapters" / "01_weighted_average.ipynb")
     text = "\n".join(c.source for c in source.cells)

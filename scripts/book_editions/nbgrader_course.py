@@ -144,8 +144,9 @@ class WrittenAnswer(Step):
             return
         answer = at.chapter.written_solutions[ex.label] or (
             "Write your answer in words here." if ex.words else "Write your prediction and your reasoning here.")
-        at.add(nbformat.v4.new_markdown_cell(f"{BEGIN}\n{answer}\n{END}", metadata={"nbgrader": nbgrader_meta(
-            f"{ex.label}-{'words' if ex.words else 'prediction'}", solution=True, grade=True, points=points(ex))}))
+        name = f"{ex.label}-{'words' if ex.words else 'prediction'}"  # also its id: the same at every build
+        at.add(nbformat.v4.new_markdown_cell(f"{BEGIN}\n{answer}\n{END}", id=name[-64:], metadata={
+            "nbgrader": nbgrader_meta(name, solution=True, grade=True, points=points(ex))}))
 
 
 NBGRADER = Edition("nbgrader", [DropGated({"markdown"}), SolutionRegion(), GradedCheck(), ResolveMyst(),
