@@ -49,6 +49,17 @@ SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"wind
 TIMEOUT_MS = 90_000
 
 
+@contextlib.contextmanager
+def desktop_page(playwright) -> Iterator:  # noqa: ANN001
+    """A page of 1366 x 900 in Debian's Chromium, closed with its browser when the block ends."""
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+    try:
+        yield browser.new_page(viewport={"width": 1366, "height": 900})
+    finally:
+        browser.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,10 +123,7 @@ def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
     text = ChapterText.of(nbformat.read(CHAPTER, as_version=4), CHAPTER)
     equations = sorted(t.number for t in text.targets.values() if t.kind == "equation")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 900})
+        with desktop_page(playwright) as page:
             page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}")
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=TIMEOUT_MS)
             # Let the notebook settle (its markdown rendered, its folds applied) as a learner's first read does:
@@ -136,8 +144,6 @@ def test_a_learner_runs_chapter_1_in_jupyterlab(lab):
             hidden_answer = page.locator(".jp-CodeCell", has_text="q_doubled = torch.tensor").first
             solution_folded = not hidden_answer.is_visible()
             validate = page.locator("button", has_text="Validate").count()
-        finally:
-            browser.close()
 
     leaks = [leak for leak in LEAKS if leak in seen]
     assert not leaks, f"MyST syntax reaches the learner: {leaks}"
@@ -199,10 +205,7 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
     scores = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0], dtype=torch.float64)  # chapter 2's row of scores
     edition = as_text(learner_edition(EXPLORER_CHAPTER))
     with learners_lab(tmp_path, {EXPLORER_CHAPTER.name: edition}) as (base, token), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 900})
+        with desktop_page(playwright) as page:
             page.goto(f"{base}/{interface}/tree/{EXPLORER_CHAPTER.name}?token={token}" if interface == "lab"
                       else f"{base}/notebooks/{EXPLORER_CHAPTER.name}?token={token}")
             explorer = page.locator(".jp-RenderedVegaLite").first
@@ -230,8 +233,6 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
             page.keyboard.press("ArrowDown")
             page.wait_for_function(f"() => ({active})() === {before_move + 1}", timeout=TIMEOUT_MS)
             kernels = len(api(base, token, "kernels"))
-        finally:
-            browser.close()
     assert sorted(shown) == pytest.approx([0.1, 1.0, 10 ** 0.1, 10.0])  # the slider moves log₁₀ T
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
@@ -272,10 +273,7 @@ def test_solutions_stay_hidden_however_the_chapter_is_run(tmp_path, interface):
     exercises = sum(c.cell_type == "markdown" and c.source.startswith("#### Solution to Exercise") for c in nb.cells)
     with learners_lab(tmp_path, {SOLUTIONS_CHAPTER.name: as_text(nb)}) as (base, token), \
             sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 900})
+        with desktop_page(playwright) as page:
             page.goto(f"{base}/lab/tree/{SOLUTIONS_CHAPTER.name}?token={token}" if interface == "lab"
                       else f"{base}/notebooks/{SOLUTIONS_CHAPTER.name}?token={token}")
             wait_for_session(base, token)
@@ -300,8 +298,6 @@ def test_solutions_stay_hidden_however_the_chapter_is_run(tmp_path, interface):
                                    ".some(p => p.textContent.includes('*'))", timeout=TIMEOUT_MS)
             after_stepping = solutions_in_view(page)
             seen = page.locator(".jp-Notebook").inner_text()
-        finally:
-            browser.close()
     assert after_run_all == ([], exercises), f"after Run All, solutions in view: {after_run_all}"
     shown, _ = after_stepping  # (the headings unfold: JupyterLab unfolds the heading of the active cell)
     assert not shown, f"after Shift+Enter through the chapter, solutions in view: {shown}"
