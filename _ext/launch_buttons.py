@@ -27,6 +27,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import book_toc  # scripts/, on the path as a local extension of _config.yml (and in the tests, pyproject.toml)
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
@@ -128,8 +129,8 @@ def copy_editions(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     target = Path(app.outdir) / EDITIONS
-    for doc in sorted(d for d in app.env.found_docs if d.startswith("chapters/")):
-        edition = Path(app.srcdir) / EDITIONS / f"{Path(doc).name}.ipynb"
+    for chapter in book_toc.chapters(Path(app.srcdir)):
+        edition = Path(app.srcdir) / EDITIONS / chapter.name
         if edition.is_file():
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(edition, target / edition.name)

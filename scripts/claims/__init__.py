@@ -20,9 +20,8 @@ import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import book_toc
 
 _BELOW, _ABOVE = (ast.Lt, ast.LtE), (ast.Gt, ast.GtE)  # left < right, left > right
 
@@ -83,7 +82,7 @@ def all_claims(chapter: int | None = None) -> list[Claim]:
 
 def chapter_asserts(chapter: int) -> Iterator[str]:
     """Every comparison inside an ``assert`` of the chapter's code cells, normalised by ``ast.unparse``."""
-    path = next((ROOT / "chapters").glob(f"{chapter:02d}_*.ipynb"))
+    path = book_toc.chapter(chapter)
     for cell in json.loads(path.read_text())["cells"]:
         if cell["cell_type"] != "code":
             continue
