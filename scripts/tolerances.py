@@ -82,7 +82,7 @@ def cell_key(cell_id: str, source: str) -> str:
 
 def check_sites() -> Iterator[tuple[str, str]]:
     """(module, function) of every check in attn_helpers/checks/chNN.py that compares numbers with a tolerance."""
-    comparing = {"check_tensor", "check_value", "allclose", "isclose", "_close"}
+    comparing = {"check_tensor", "check_value", "allclose", "isclose", "tensors_close"}
     for module in sorted(CHECKS.glob("ch[0-9][0-9].py")):
         for function in ast.parse(module.read_text()).body:
             if isinstance(function, ast.FunctionDef):

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from attn_helpers.checks._answer import SOLUTION_LINE as SOLVED
+from attn_helpers.checks.protocol import SOLUTION_LINE as SOLVED
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
@@ -126,7 +126,7 @@ def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_soluti
     """Run All in a learners' edition runs the folded solution, then the answer cell still as made: the check
     must not print a bare "✓ correct" for an answer the learner has not written; after the learner's own
     answer (the cell's line replaced), it reports as usual."""
-    from attn_helpers.checks._answer import waiting_note
+    from attn_helpers.checks.protocol import waiting_note
 
     def printed(index):
         return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
@@ -178,7 +178,7 @@ def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(execut
 def test_the_not_answered_note_survives_a_check_that_silences_its_inner_checks(executed):
     """Exercise 7.4's check runs its inner checks with their output redirected (one line for all the sizes):
     the note that the answer cell is untouched is printed all the same, above its one line (issue 40)."""
-    from attn_helpers.checks._answer import waiting_note
+    from attn_helpers.checks.protocol import waiting_note
 
     def printed(index):
         return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
