@@ -74,12 +74,13 @@ def _in_kernel(nb, answer_cells: list[int], check_cell: int, stopped: Stopped | 
     stub's ``raise NotImplementedError()`` left below the answer, say) does not fail a check that passed;
     it is noted. When the check did not pass, an error in the answer's cells is the likelier reason.
     """
-    from attn_helpers.checks.protocol import PASS_MARK, book_solution_passed, failure, shows_a_pass
-
     answer_error = next((err for i in answer_cells if (err := _error(nb.cells[i]))), None)
     check = nb.cells[check_cell]
     if check.get("execution_count") is None:
         return Outcome(Result.ERROR, _explain(answer_error)) if answer_error else _not_run(stopped, origin)
+    # only now: the checks' package imports torch, seconds the grading of a notebook that never ran need not wait
+    from attn_helpers.checks.protocol import PASS_MARK, book_solution_passed, failure, shows_a_pass
+
     if err := _error(check):
         if answer_error:
             return Outcome(Result.ERROR, _explain(answer_error))
