@@ -125,7 +125,9 @@ def test_no_import_loop(tree):
 
 
 def test_no_module_of_the_checks_takes_a_private_name_from_another():
-    """Within attn_helpers.checks (the private names of attn_helpers.glove._files are left for another change)."""
+    """Within attn_helpers.checks: a name of another module, not a private module of the package itself
+    (``from . import _ch12_recurrent`` imports the package's own module; the private names attn_helpers.glove takes
+    from its ``_files`` are left for another change)."""
     checks = [m for m in MODULES if m.startswith("attn_helpers.checks")]
     taken = [f"{module} takes {name} from {source}" for module in checks
              for source, names in imported(module).items() for name in names
