@@ -131,4 +131,5 @@ def test_every_explorer_has_a_browser_test_comparing_it_with_its_view(name):
     assert re.search(rf"\b{view}\b", source), (
         f"tests/{test.name} never calls {view} (step 6 of {CHECKLIST}): what the chart shows must be compared with "
         f"its view function.")
-    assert "open_explorers" in source, f"tests/{test.name} does not open the built page (explorer_browser.open_explorers)"
+    assert "open_explorers" in source, (
+        f"tests/{test.name} does not open the built page (explorer_browser.open_explorers), step 6 of {CHECKLIST}.")

@@ -44,7 +44,8 @@ def average_view(keys: torch.Tensor, values: torch.Tensor, angle: float, length:
 def _checked(keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     keys, values = validate.as_float_tensor(keys, "keys").double(), validate.as_float_tensor(values, "values").double()
     if keys.dim() != 2 or keys.shape[1] != 2 or values.shape != keys.shape or not 2 <= keys.shape[0] <= MAX_KEYS:
-        raise ValueError(f"need keys and values of the same shape (n, 2), points in the plane, with 2 <= n <= {MAX_KEYS}; "
+        raise ValueError(f"need keys and values of the same shape (n, 2), points in the plane, with "
+                         f"2 <= n <= {MAX_KEYS}; "
                          f"got {tuple(keys.shape)} and {tuple(values.shape)}.")
     return keys, values
 

@@ -3,7 +3,6 @@ query's arithmetic in one head."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import altair as alt
