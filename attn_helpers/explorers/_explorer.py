@@ -88,20 +88,17 @@ class Explorer:
 #: The colours of a weight: white (0) to blue (1); a masked cell is grey, apart from every weight.
 WEIGHT_SCALE = alt.Scale(scheme="blues", domain=[0, 1])
 MASKED_FILL = "#bdbdbd"
-#: The fields :func:`vega_softmax` adds to each datum.
-SOFTMAX_FIELDS = ("s", "allowed", "kept", "open", "top", "e", "total", "w")
 
 
 def vega_softmax(score: str = "datum.s", by: Sequence[str] = ("q",), allowed: str = "true") -> list[dict]:
-    """The Vega-Lite transforms of a softmax over each group of data (chapter 2): one datum a (query, key) cell.
+    """The Vega-Lite transforms of a softmax over each row of data (chapters 1, 2, 5 and 7): one datum a (query, key).
 
     ``score`` is the Vega expression of a datum's score s (a field, ``"datum.s"``, or a formula of the controls,
     ``"datum.s / T"``); ``by`` names the fields that make a row (one query: ``("q",)``; all the data: ``()``);
     ``allowed`` is an expression, false where the key is masked. Each datum gains ``s`` (when ``score`` is not
-    already ``"datum.s"``), ``allowed``, ``kept`` (s, or
-    null where masked), ``open`` (its row's allowed keys), ``top`` (the row's max m of the kept scores), ``e``
-    (exp(s − m), 0 where masked), ``total`` (Σ e) and ``w`` (e / Σ; 0 in a row with no key left), as
-    :func:`attn_helpers.softmax` computes a masked row.
+    already ``"datum.s"``), ``allowed``, ``kept`` (s, or null where masked), ``open`` (its row's allowed keys),
+    ``top`` (the row's max m of the kept scores), ``e`` (exp(s − m), 0 where masked), ``total`` (Σ e) and ``w``
+    (e / Σ; 0 in a row with no key left), as :func:`attn_helpers.softmax` computes a masked row.
     """
     rows = list(by)
     named = [] if score == "datum.s" else [{"calculate": score, "as": "s"}]
@@ -120,7 +117,7 @@ def vega_softmax(score: str = "datum.s", by: Sequence[str] = ("q",), allowed: st
 
 def heatmap_cells(base: alt.Chart, x: alt.X, y: alt.Y, label: str, weight: str = "w", allowed: str | None = None,
                   stroke_width: float = 1) -> alt.Chart:
-    """The cells of a weight matrix (chapter 2): white to blue by ``weight`` (a field in [0, 1]), grey
+    """The cells of a weight matrix (chapters 5 and 7): white to blue by ``weight`` (a field in [0, 1]), grey
     (``MASKED_FILL``) where the expression ``allowed`` is false (None: no cell masked), each read out by a
     screen reader as ``label`` (a Vega expression).
 
@@ -188,7 +185,7 @@ def row_panel(base: alt.Chart, t: int, name: str = QUERY) -> alt.LayerChart:
 
 
 def check_labels(t: int, labels: Sequence[object], max_t: int, what: str, hint: str, name: str = "labels") -> None:
-    """That t rows of data fit a phone (t ≤ ``max_t``) and ``labels`` names each of the t (chapter 2).
+    """That t rows of data fit a phone (t ≤ ``max_t``) and ``labels`` names each of the t (chapters 1, 2, 5 and 7).
 
     ``labels`` is a list of t names, or a list of such lists (one per sequence); ``what`` names the data in the
     error (``"scores of shape (t, t)"``), ``hint`` says how to cut them (``"scores[:8, :8]"``), ``name`` is the
