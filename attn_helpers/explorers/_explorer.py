@@ -146,14 +146,16 @@ ROW_COLUMNS = ("key", "score s", "masked", "exp(s−m)", "w = ÷ Σ")
 QUERY = "'query ' + datum.q + ' (' + datum.query + ')'"
 
 
-def row_panel(base: alt.Chart, t: int, name: str = QUERY) -> alt.LayerChart:
+def row_panel(base: alt.Chart, t: int, name: str = QUERY, score_format: str = ".3f") -> alt.LayerChart:
     """The picked query's row, key by key: score, masked score, exp(s − max) and weight, with max and Σ under
     them (chapters 5 and 7).
 
     ``base`` holds the t data of the picked row (filter it by the pick), one a key, with the fields ``k`` (the
     key's position), ``key`` (its word), ``s`` and those of :func:`vega_softmax`; ``name`` is a Vega expression
-    naming the row (by default ``"query 3 (ship)"``, from the fields ``q`` and ``query``). A screen reader reads
-    each key's line at eight decimals, and the line "max …, sum …".
+    naming the row (by default ``"query 3 (ship)"``, from the fields ``q`` and ``query``); ``score_format`` is
+    d3's format of the scores and the max (``".2f"`` for scores kept to two decimals). Under the keys, two lines:
+    the row's name, and its max and Σ. A screen reader reads each key's line at eight decimals, and the line
+    "<name>: max …, sum …".
     """
     y = alt.Y("k:O", title=None, axis=None)
     x = alt.X("c:O", scale=alt.Scale(domain=list(ROW_COLUMNS)),
@@ -169,16 +171,16 @@ def row_panel(base: alt.Chart, t: int, name: str = QUERY) -> alt.LayerChart:
               " + format(datum.s, '.8f') + ', masked score ' + (datum.allowed ? format(datum.s, '.8f') : '-inf')"
               " + ', exp(s - max) ' + format(datum.e, '.8f') + ', weight ' + format(datum.w, '.8f')",
     ).encode(description=alt.Description("label:N"))
-    cells = [column(1, "format(datum.s, '.3f')"),
-             column(2, "datum.allowed ? format(datum.s, '.3f') : '−∞'"),
+    cells = [column(1, f"format(datum.s, '{score_format}')"),
+             column(2, f"datum.allowed ? format(datum.s, '{score_format}') : '−∞'"),
              column(3, "format(datum.e, '.4f')"),
              column(4, "format(datum.w, '.4f')")]
     sums = base.transform_filter("datum.k == 0").transform_calculate(
-        text=f"{name} + ': ' + (datum.open > 0 ? 'max m = ' + format(datum.top, "
-             "'.3f') + ', Σ = ' + format(datum.total, '.4f') : 'no key left: every weight 0')",
+        text=f"[{name} + ':', datum.open > 0 ? 'max m = ' + format(datum.top, '{score_format}') + ', Σ = '"
+             " + format(datum.total, '.4f') : 'no key left: every weight 0']",
         label=f"{name} + ': ' + (datum.open > 0 ? 'max ' + format(datum.top, '.8f')"
               " + ', sum ' + format(datum.total, '.8f') : 'no key left, sum ' + format(datum.total, '.8f'))",
-    ).mark_text(align="left", x=0, y=ROW * t + 14, fontSize=12).encode(
+    ).mark_text(align="left", baseline="top", x=0, y=ROW * t + 6, fontSize=12, lineHeight=15).encode(
         text="text:N", description=alt.Description("label:N"))
     return alt.layer(key, *cells, sums).properties(width=COLUMN * len(ROW_COLUMNS), height=ROW * t,
                                                    view=alt.ViewConfig(stroke=None))

@@ -194,7 +194,8 @@ def heads_explorer(w_one: torch.Tensor, w_two: torch.Tensor, labels: Sequence[Se
                                 head=f"{list(HEADS)}[datum.p]"))
     row = alt.Chart(cells, transform=[*row.transform, *vega_softmax("datum.s", by=("q",))])
     name = "datum.head + ', query ' + datum.q + ' (' + datum.query + ')'"
-    chart = alt.vconcat(grid, row_panel(row, t, name=name), spacing=30).add_params(*params)
+    panel = row_panel(row, t, name=name, score_format=f".{SCORE_DECIMALS}f")
+    chart = alt.vconcat(grid, panel, spacing=30).add_params(*params)
     description = (f"Four heatmaps side by side, the attention weights of the two-back task's trained models on one "
                    f"of {b} held-out sequences of {t} tokens, one row per query: the one-head model's head, the "
                    f"two-head model's head 0 and head 1, and their average, under a slider for the sequence, each "
