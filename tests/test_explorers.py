@@ -122,3 +122,27 @@ def test_the_website_plugin_writes_the_spec_and_a_fallback_sentence():
     assert "Bars &lt;/script&gt;&lt;b&gt; (This interactive figure needs JavaScript.)" in page
     assert VegaLiteOnPage.handle_mime(None, SimpleNamespace(mime_type="text/html", content=""), inline=False) is None
     assert ("html", MIME_TYPE, 5) in VegaLiteOnPage.mime_priority_overrides
+
+
+def test_check_labels_names_the_limit_the_counts_and_the_cut():
+    from attn_helpers.explorers._explorer import check_labels
+
+    check_labels(3, ["a", "b", "c"], 8, "scores of shape (t, t)", "")  # fits: no error
+    check_labels(2, [["a", "b"], ["c", "d"]], 8, "weights", "")
+    with pytest.raises(ValueError, match=r"need scores of shape \(t, t\) with t <= 8 \(more does not fit a phone\) "
+                                         r"and t tokens; got t = 9 and 9 tokens\. Take the first 8\."):
+        check_labels(9, list("abcdefghi"), 8, "scores of shape (t, t)", "Take the first 8.", name="tokens")
+    with pytest.raises(ValueError, match=r"t labels; got t = 3 and 2 labels"):
+        check_labels(3, ["a", "b"], 8, "scores", "")
+    with pytest.raises(ValueError, match=r"t labels for each; got t = 2 and \[2, 1\] labels"):
+        check_labels(2, [["a", "b"], ["c"]], 8, "weights", "")
+
+
+def test_vega_softmax_masks_keys_and_zeroes_a_row_with_none_left():
+    from attn_helpers.explorers._explorer import vega_softmax
+
+    plain, masked = vega_softmax("datum.s", by=()), vega_softmax("datum.x / T", by=("q",), allowed="datum.k < real")
+    assert plain[0] == {"calculate": "true", "as": "allowed"}  # no s to compute: the data hold it
+    assert masked[0] == {"calculate": "datum.x / T", "as": "s"} and masked[1]["calculate"] == "datum.k < real"
+    assert [t.get("groupby") for t in masked if "joinaggregate" in t] == [["q"], ["q"]]
+    assert masked[-1] == {"calculate": "datum.open > 0 ? datum.e / datum.total : 0", "as": "w"}
