@@ -34,8 +34,8 @@ CELL = 16  # px a side
 
 
 def _settings(w_one: object, w_two: object, panel: object, sequence: object) -> tuple[int, int]:
-    """The checks of :func:`heads_view`: ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``, the weights (or
-    the scores) of the one-head and two-head models on the same b sequences (t >= 3), ``panel`` one of ``PANELS``
+    """The checks of :func:`heads_view`: ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``, the weights of the
+    one-head and two-head models on the same b sequences (t >= 3), ``panel`` one of ``PANELS``
     and ``sequence`` in ``0 … b - 1``; returns the panel's index and the sequence."""
     for name, x, h in (("w_one", w_one, 1), ("w_two", w_two, 2)):
         validate.as_float_tensor(x, name, min_dim=4)
