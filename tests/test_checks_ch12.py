@@ -311,7 +311,8 @@ def test_recurrent_accepts_other_right_answers(right, capsys):
     (lambda q, k, v, decay: ah.linear_attention.recurrent(q, k, v, decay)[0], "linear_attention.recurrent"),
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay) + 0 * ah.linear_attention.recurrent(
-        q, k, v, decay)[0], "calls ah.linear_attention.chunked and ah.linear_attention.recurrent, which"),
+        q, k, v, decay)[0], "calls ah.linear_attention.chunked, ah.linear_attention.decay_mask and "
+                            "ah.linear_attention.recurrent, which"),  # listed as a sentence lists them
     (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
     (double_loop, "4 times the tokens take 1[0-9] times the operations.*not a recurrence"),
     (double_loop_of_items, "each token costs more than the one before"),

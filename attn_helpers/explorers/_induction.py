@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from .. import validate
-from ._explorer import INK, Explorer
+from ._explorer import Explorer
 
 __all__ = ["induction_view", "induction_explorer"]
 
@@ -22,7 +22,7 @@ DECIMALS = 2
 #: The most held-out sequences the explorer holds (chapter 8): the spec stays small.
 MAX_SEQUENCES = 8
 CELL = 14  # px a side: twenty positions fit a phone
-ARC = "#d62728"  # layer 2's arrow; layer 1's is drawn in the text's colour
+ARC, ARC_1 = "#d62728", "#2ca02c"  # layer 2's arrow and layer 1's: legible on light and dark pages
 COPY = "#ff7f0e"  # the earlier copy of the query's token
 
 
@@ -69,8 +69,7 @@ def _checked(tokens: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> tuple[
     return tokens, w1, w2
 
 
-def _arc(t: int, above: bool, start: str, end: str, weight: str, colour: str, style: str | None, text: str,
-         label: str) -> alt.LayerChart:
+def _arc(t: int, above: bool, start: str, end: str, weight: str, colour: str, text: str, label: str) -> alt.LayerChart:
     """An arrow from position ``start`` to ``end`` (Vega expressions; no arrow where ``end`` < 0): a half ellipse
     above the cells (``above``) or below them, an arrowhead at ``end``, and the ``weight`` at its top."""
     sign = 1 if above else -1
@@ -81,14 +80,13 @@ def _arc(t: int, above: bool, start: str, end: str, weight: str, colour: str, st
                                    y=f"{sign} * (0.5 + min(1.2, 0.6 + 0.1 * abs(datum.e - datum.a))"
                                      " * sin(PI * datum.u))"))
     x, y = alt.X("x:Q", scale=alt.Scale(domain=[-0.5, t - 0.5]), axis=None), alt.Y("y:Q", axis=None)
-    kind = {"color": colour} if style is None else {"style": style}
-    line = points.mark_line(strokeWidth=2, aria=False, **kind).encode(x=x, y=y, order="u:Q")
+    line = points.mark_line(strokeWidth=2, color=colour, aria=False).encode(x=x, y=y, order="u:Q")
     head = points.transform_filter("datum.u == 1").mark_point(
         shape="triangle-down" if above else "triangle-up", filled=True, size=40, aria=False, yOffset=-4 * sign,
-        **kind).encode(x=x, y=y)
+        color=colour).encode(x=x, y=y)
     words = (points.transform_filter("datum.u == 0.5")
              .transform_calculate(w=weight, text=text, label=label)
-             .mark_text(fontSize=12, dy=-9 * sign, baseline="middle", **({"color": colour} if style is None else {}))
+             .mark_text(fontSize=12, dy=-9 * sign, baseline="middle", color=colour)
              .encode(x=x, y=y, text="text:N", description=alt.Description("label:N")))
     return alt.layer(line, head, words)
 
@@ -150,10 +148,10 @@ def induction_explorer(tokens: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
         fill=None, strokeWidth=2.5, aria=False).encode(
         x=x, x2="right:Q", y=y, y2="high:Q",
         stroke=alt.condition("datum.k == query", alt.value("black"), alt.value(COPY)))
-    layer2_arc = _arc(t, True, "query", f"{here}[1]", f"{here}[3]", ARC, None, "format(datum.w, '.2f')",
+    layer2_arc = _arc(t, True, "query", f"{here}[1]", f"{here}[3]", ARC, "format(datum.w, '.2f')",
                       "'layer 2: query ' + query + ' (' + letters[sequence][query] + ') to position ' + datum.e"
                       " + ' (' + letters[sequence][datum.e] + '), weight ' + format(datum.w, '.8f')")
-    layer1_arc = _arc(t, False, f"{here}[1]", f"{here}[0]", f"{here}[2]", INK, INK, "format(datum.w, '.2f')",
+    layer1_arc = _arc(t, False, f"{here}[1]", f"{here}[0]", f"{here}[2]", ARC_1, "format(datum.w, '.2f')",
                       "'layer 1: position ' + datum.a + ' (' + letters[sequence][datum.a] + ') to position '"
                       " + datum.e + ' (' + letters[sequence][datum.e] + '), weight ' + format(datum.w, '.8f')")
     summary = (alt.Chart(pd.DataFrame({"n": [0]}))
@@ -172,6 +170,6 @@ def induction_explorer(tokens: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
     description = (f"{b} held-out sequences of {t} letters in a row of cells, under a slider for the sequence and one "
                    f"for the query position: the query and the earlier copy of its letter are outlined, the cells "
                    f"are shaded by layer 2's weights from the query, a red arrow above goes from the query to the "
-                   f"position after the copy with layer 2's weight, and an arrow below goes from there to the copy "
+                   f"position after the copy with layer 2's weight, and a green arrow below goes from there to the copy "
                    f"with layer 1's weight. Weights are rounded to {DECIMALS} decimals.")
     return Explorer(chart, description, "Slide the query: see the two heads' arrows")
