@@ -108,8 +108,9 @@ def _rounds() -> alt.LayerChart:
     points = per_k.transform_calculate(
         label="'k = ' + datum.k + ': expected tokens a round ' + format(datum.tokens, '.8f')",
     ).mark_point(filled=True, size=30, style=INK).encode(x=x, y=y, description=alt.Description("label:N"))
-    now = per_k.transform_filter("datum.k == drafts").mark_point(filled=True, size=140, color="#d62728",
-                                                                  aria=False).encode(x=x, y=y)
+    now = per_k.transform_filter("datum.k == drafts").transform_calculate(
+        label="'drafts k = ' + datum.k + ' (the slider): expected tokens a round ' + format(datum.tokens, '.8f')",
+    ).mark_point(filled=True, size=140, color="#d62728").encode(x=x, y=y, description=alt.Description("label:N"))
     limit = (per_k.transform_filter("datum.k == 0 && datum.alpha < 1")
              .transform_calculate(limit="1 / (1 - datum.alpha)")
              .mark_rule(strokeDash=[4, 3], color="#7f7f7f", aria=False).encode(y=alt.Y("limit:Q")))
