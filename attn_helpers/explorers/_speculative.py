@@ -28,7 +28,7 @@ def speculative_view(p: Sequence, q: Sequence, mix: float, k: int) -> dict:
     floats). The draft shown is ``ah.speculative.mixed_draft(p, q, mix)``. Returns, as floats, the ``draft``
     (n), the ``overlap`` min(p, draft) (n), the ``residual`` max(p − draft, 0) normalised (n; all 0 when the draft
     is p and nothing is ever rejected), the acceptance rate ``alpha`` = Σ overlap, and ``tokens``, the expected
-    tokens a round for k = 0 … ``K_MAX`` drafts (:func:`ah.speculative.expected_tokens`), and ``at_k`` = tokens[k].
+    tokens a round for k = 0 … ``K_MAX`` drafts (``ah.speculative.expected_tokens``), and ``at_k`` = tokens[k].
     """
     k = validate.integer(k, "k", minimum=1, maximum=K_MAX, why="the drafts a round the explorer shows")
     p, draft = validate.probabilities(p, "p"), mixed_draft(p, q, mix)  # exact fractions
