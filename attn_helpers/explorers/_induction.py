@@ -170,6 +170,6 @@ def induction_explorer(tokens: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
     description = (f"{b} held-out sequences of {t} letters in a row of cells, under a slider for the sequence and one "
                    f"for the query position: the query and the earlier copy of its letter are outlined, the cells "
                    f"are shaded by layer 2's weights from the query, a red arrow above goes from the query to the "
-                   f"position after the copy with layer 2's weight, and a green arrow below goes from there to the copy "
-                   f"with layer 1's weight. Weights are rounded to {DECIMALS} decimals.")
+                   f"position after the copy with layer 2's weight, and a green arrow below goes from there to the "
+                   f"copy with layer 1's weight. Weights are rounded to {DECIMALS} decimals.")
     return Explorer(chart, description, "Slide the query: see the two heads' arrows")
