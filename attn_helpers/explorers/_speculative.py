@@ -18,7 +18,7 @@ __all__ = ["speculative_view", "speculative_explorer"]
 #: The sliders: the draft's mix (-1: uniform, 0: the chapter's q, 1: p itself), its step, and the most drafts k.
 MIX_STEP, K_MAX = 0.05, 8
 WIDTH = 260  # px: each panel, with its axis, fits a phone
-P_COLOUR, Q_COLOUR, SHARED, RESIDUAL = "#1f77b4", "#ff7f0e", "#a1d99b", "#9467bd"
+P_COLOUR, Q_COLOUR, SHARED, RESIDUAL, LINE = "#1f77b4", "#ff7f0e", "#a1d99b", "#9467bd", "#7f7f7f"
 
 
 def speculative_view(p: Sequence, q: Sequence, mix: float, k: int) -> dict:
@@ -88,7 +88,7 @@ def _residual(n: int) -> alt.LayerChart:
         x=x, y=alt.Y("r:Q", title="residual", scale=alt.Scale(domain=[0, 1])))
     title = (alt.Chart().transform_filter("datum.x == 0")
              .transform_calculate(text="datum.rejected > 0 ? 'rejected with probability 1 − α = ' + "
-                                       "format(datum.rejected, '.3f') + ', then drawn from' : 'q = p: never rejected'")
+                                       "format(datum.rejected, '.3f') + ', replaced from:' : 'q = p: never rejected'")
              .mark_text(align="left", baseline="bottom", x=0, y=-6, fontSize=12, aria=False)
              .encode(text="text:N"))
     return alt.layer(bars, title).properties(width=WIDTH, height=80)
@@ -104,7 +104,7 @@ def _rounds() -> alt.LayerChart:
                                          "(1 - pow(datum.alpha, datum.k + 1)) / (1 - datum.alpha)"))
     x = alt.X("k:Q", title="drafts k a round", scale=alt.Scale(domain=[0, K_MAX]), axis=alt.Axis(tickMinStep=1))
     y = alt.Y("tokens:Q", title="tokens a round", scale=alt.Scale(domain=[0, K_MAX + 1]))
-    line = per_k.mark_line(style=INK, aria=False).encode(x=x, y=y)
+    line = per_k.mark_line(color=LINE, aria=False).encode(x=x, y=y)  # a line with style=INK would be filled
     points = per_k.transform_calculate(
         label="'k = ' + datum.k + ': expected tokens a round ' + format(datum.tokens, '.8f')",
     ).mark_point(filled=True, size=30, style=INK).encode(x=x, y=y, description=alt.Description("label:N"))
