@@ -109,7 +109,7 @@ browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, eve
 bench: $(STAMP)  ## time make test, unit tests, website builds, each chapter alone, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-# make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
+# make lab: the learners' editions of the chapters (scripts/lab.py, book_editions.learners.LAB) go into LAB_DIR, the learner's own
 # folder (git ignores it); a copy the learner edited is kept, and the fresh edition goes beside it.
 LAB_DIR ?= my-notebooks
 lab: $(STAMP)  ## make the learners' editions into my-notebooks/ (your edited copies are kept) and open JupyterLab there

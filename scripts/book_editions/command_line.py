@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .plain_markdown import MystError
+from .myst_syntax import MystError
 
 NOT_A_NOTEBOOK = "is not a notebook file; pass chapters/*.ipynb"
 
