@@ -3,8 +3,9 @@
 ``api.md`` holds the marker line ``% attn-helpers-api``. When Sphinx reads that page, the marker is
 replaced by three parts, all generated from the package:
 
-- **Chapter by chapter**: for each chapter, every public name whose docstring names that chapter, module by
-  module, each linked to its reference entry; then the names used by every chapter. That is every name in
+- **Chapter by chapter**: for each chapter, what it introduces (the public names whose docstring names it
+  first) and what else it uses (those whose docstring names it after an earlier chapter), module by module,
+  each linked to its reference entry; then the names used by every chapter. That is every name in
   ``__all__`` of every public module, not only the top level. The chapters come from the "(chapter N)" of the
   first paragraph of each docstring (for a constant, its ``#:`` comment, or without one its module's
   docstring): "(chapter 1; mask in chapter 7)" lists a name under both, "(chapters 6-7)" under each, and an
@@ -134,6 +135,17 @@ def chapter_titles(root: Path) -> dict[int, tuple[str, str]]:
     return titles
 
 
+def introduced_in(index: dict[int | str, dict[str, list[str]]]) -> dict[tuple[str, str], int | str]:
+    """``{(module, name): chapter}``: the first chapter whose list has the name (``EVERY`` for one used by every
+    chapter and no chapter of its own); a later chapter that names it uses it again."""
+    first: dict[tuple[str, str], int | str] = {}
+    for chapter in sorted((c for c in index if c != EVERY), key=int):
+        for module, names in index[chapter].items():
+            for name in names:
+                first.setdefault((module, name), chapter)
+    return first
+
+
 def names_line(module: str, names: list[str]) -> str:
     """One bullet: the module, then each name linked to its entry in the reference below."""
     links = ", ".join(f"{{py:obj}}`{name} <{module}.{name}>`" for name in names)
@@ -147,14 +159,24 @@ def chapter_section(titles: dict[int, tuple[str, str]], package: str = PACKAGE) 
     if unknown:
         where = {f"{m}.{n}" for c in unknown for m, names in index[c].items() for n in names}
         raise ValueError(f"docstrings name chapters the book does not have, {unknown}: {sorted(where)}")
+    first = introduced_in(index)
     parts = ["## Chapter by chapter\n"]
     for number, (docname, title) in sorted(titles.items()):
         modules = index.get(number, {})
         if not modules:
             raise ValueError(f"no docstring of {package} names chapter {number}: add '(chapter {number})' to them.")
-        rows = [names_line(m, names) for m, names in sorted(modules.items(), key=lambda m: (".checks." in m[0], m[0]))]
-        parts.append(f"### Chapter {number}: {title}\n\nThe code {{doc}}`the chapter <{docname}>` uses, module by "
-                     "module, its exercises' self-checks last:\n\n" + "\n".join(rows) + "\n")
+        new, used = {}, {}
+        for module, names in modules.items():
+            for name in names:
+                (new if first[module, name] == number else used).setdefault(module, []).append(name)
+        order = lambda m: (".checks." in m[0], m[0])  # noqa: E731  (its exercises' self-checks last)
+        section = f"### Chapter {number}: {title}\n\nWhat {{doc}}`the chapter <{docname}>` introduces, module by module"
+        section += (", its exercises' self-checks last:\n\n" + "\n".join(names_line(m, n) for m, n in sorted(
+            new.items(), key=order)) + "\n") if new else ": nothing new; it builds on earlier chapters' code.\n"
+        if used:
+            section += ("\nWhat else it uses, introduced in an earlier chapter:\n\n"
+                        + "\n".join(names_line(m, n) for m, n in sorted(used.items(), key=order)) + "\n")
+        parts.append(section)
     rows = [names_line(m, names) for m, names in sorted(index.get(EVERY, {}).items())]
     parts.append("### Used by every chapter\n\nThe modules whose docstring says they serve every chapter, and the "
                  "names whose own docstring says so (\"chapter 4 onwards\"):\n\n" + "\n".join(rows) + "\n")

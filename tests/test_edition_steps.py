@@ -28,6 +28,7 @@ from book_editions.learners import (
     HideSolution,
     SolutionLine,
 )
+from book_editions.myst_syntax import MystError
 from book_editions.nbgrader_course import BEGIN, END, GradedCheck, LockCell, SolutionRegion, WrittenAnswer
 from book_editions.steps import (
     DropGated,
@@ -38,7 +39,6 @@ from book_editions.steps import (
     ResolveMyst,
 )
 from book_editions.student import LockCheck, StubSolution
-from book_editions.myst_syntax import MystError
 from book_editions.walk import At, Edition, Step
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
