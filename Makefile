@@ -11,9 +11,10 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 # Tests in a browser, and of the built website (test_explorer_chNN_browser.py: each chapter's explorers): they run
-# after build-strict, not with the unit tests. The
-# learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
-SITE_TESTS := tests/test_links.py $(wildcard tests/test_*browser.py)
+# after build-strict, not with the unit tests; so does test_editions_match_site.py (the editions' numbers are the
+# built website's). The learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as
+# test_browser.py does.
+SITE_TESTS := tests/test_links.py tests/test_editions_match_site.py $(wildcard tests/test_*browser.py)
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
