@@ -1,5 +1,5 @@
-"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7; again in
-chapters 9 and 10).
+"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7; the API page
+lists the later chapters whose code uses it).
 
 The versions of attention it measures, :func:`attn_helpers.attention` and the pure-Python
 :func:`attn_helpers.loop_attention`, live side by side in the attention module; this one holds the measuring tools.
@@ -69,7 +69,7 @@ def time_call(
     fn: Callable[..., object], *args: object, repeats: int = 5, budget: float = 0.25, warmup: bool = True,
     clock: Callable[[], float] | None = None,
 ) -> float:
-    """Seconds one call ``fn(*args)`` takes: the best of up to ``repeats`` timed runs (chapter 7; again in chapter 10).
+    """Seconds one call ``fn(*args)`` takes: the best of up to ``repeats`` timed runs (chapter 7).
 
     With ``warmup`` one untimed call comes first. Stops repeating once ``budget`` seconds (of wall
     clock) have been spent, so a slow call runs only once or twice. ``clock`` defaults to
@@ -129,8 +129,7 @@ class TensorMemoryTracker(dispatch_mode_base()):
 
 
 def peak_tensor_memory(fn: Callable[..., object], *args: object) -> int:
-    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapter 6;
-    again in chapters 7 and 10)."""
+    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapters 6-7)."""
     with torch.no_grad(), TensorMemoryTracker() as tracker:
         result = fn(*args)
     del result
@@ -206,7 +205,7 @@ def _flop_counts(fn: Callable[..., object], *args: object) -> dict[str, dict[str
 
 
 def count_flops(fn: Callable[..., object], *args: object) -> int:
-    """Floating-point operations of the matrix products in ``fn(*args)`` (chapter 7; again in chapter 10).
+    """Floating-point operations of the matrix products in ``fn(*args)`` (chapter 7).
 
     Counted by PyTorch's ``FlopCounterMode``: a product of a ``(n, m)`` and an ``(m, p)`` matrix
     is ``2·n·m·p`` FLOPs (one multiply and one add each); softmax and other element-wise steps are
@@ -274,8 +273,7 @@ def plot_flops(table: pd.DataFrame, d: int) -> plt.Figure:
 
 
 def loglog_slope(t: Sequence[float], y: Sequence[float], min_t: float = 0) -> float:
-    """Slope of the least-squares line through ``(log t, log y)``, using points with ``t >= min_t`` (chapter 7;
-    again in chapters 9 and 10).
+    """Slope of the least-squares line through ``(log t, log y)``, using points with ``t >= min_t`` (chapter 7).
 
     If ``y ≈ c · t^p`` the slope is ``p``. NaN entries (sizes not measured) are skipped.
     """
@@ -294,8 +292,7 @@ def loglog_slope(t: Sequence[float], y: Sequence[float], min_t: float = 0) -> fl
 
 
 def plot_loglog(table: pd.DataFrame, ylabel: str, title: str, ax: plt.Axes | None = None) -> plt.Axes:
-    """One line per column of ``table`` (indexed by t) on log-log axes (chapter 7; again in chapters 9 and 10).
-    Returns the Axes."""
+    """One line per column of ``table`` (indexed by t) on log-log axes (chapter 7). Returns the Axes."""
     if not isinstance(table, pd.DataFrame) or table.empty:
         raise ValueError("plot_loglog needs a non-empty DataFrame indexed by t, one column per method.")
     if ax is None:
