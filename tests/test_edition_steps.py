@@ -359,3 +359,26 @@ def test_every_step_is_in_an_edition_and_tested_here():
         if name not in tested:
             pytest.fail(f"the step {name} ({cls.__module__}) has no test in tests/test_edition_steps.py: add one that "
                         "runs it on the hand-made chapter", pytrace=False)
+
+
+@pytest.mark.parametrize("made", EDITIONS, ids=lambda m: m.target)
+def test_the_rules_of_order_are_all_the_order_that_matters(made):
+    """Swap any two steps of an edition: if the edition made from the hand-made chapter changes (or fails), the
+    swapped list breaks a rule of order. A swap that changes it and breaks none is a rule nobody wrote down."""
+
+    def make(steps):
+        try:
+            return nbformat.writes(Edition("swapped", steps).apply(
+                Chapter.read(CHAPTER_1, ROOT, new_notebook(cells=copy.deepcopy(CELLS)))))
+        except MystError as exc:
+            return f"MystError: {exc}"
+
+    steps = list(made.edition.steps)
+    made_as_listed = make(steps)
+    for i in range(len(steps)):
+        for j in range(i + 1, len(steps)):
+            swapped = steps[:i] + [steps[j]] + steps[i + 1:j] + [steps[i]] + steps[j + 1:]
+            if make(swapped) != made_as_listed and not Edition("swapped", swapped).order_errors():
+                pytest.fail(f"in the edition {made.edition.name!r}, swapping {steps[i]!r} and {steps[j]!r} changes "
+                            "what it makes, and no rule of order says which comes first: write the rule "
+                            "(Step.comes_before, book_editions/walk.py)", pytrace=False)
