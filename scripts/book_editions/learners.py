@@ -63,10 +63,11 @@ class AnswerCell(Step):
     comes_before = ("FoldSolution",)
 
     def cell(self, at: At) -> None:
-        if at.index in at.chapter.gates and "end" in (kinds := at.chapter.gates[at.index])[1]:
-            gate, number = at.cell, at.chapter.number(kinds[0])
-            at.add(new_markdown(gate, "answer", "#### Your answer"))
-            at.add(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(gate, "answer-code")))
+        ex, kinds = at.chapter.gates.get(at.index, (None, []))
+        if "end" in kinds:
+            at.add(new_markdown(at.cell, "answer", "#### Your answer"))
+            at.add(nbformat.v4.new_code_cell(ANSWER.format(number=at.chapter.number(ex)),
+                                             id=derived_id(at.cell, "answer-code")))
 
 
 class FoldSolution(Step):
@@ -93,7 +94,9 @@ class FoldSolution(Step):
         if not folded:
             at.drop()
             return
-        at.cell = folded[0]  # in the gate's place, so above what the steps before added under it ("Your answer")
+        # In the gate's place, so above what the steps before added under it ("Your answer"); the steps after see
+        # plain Markdown there, which ResolveMyst leaves as it is.
+        at.cell = folded[0]
         at.added[:0] = folded[1:]
 
     def end(self, nb: nbformat.NotebookNode, chapter: Chapter) -> None:
