@@ -163,7 +163,9 @@ class ChapterText:
             raise MystError(f"{self.name}: {{{role}}}`{content}`: {missing} not in references.bib")
         if role in ("cite:t", "cite:ts"):
             return "; ".join(f"{self.citations[k][0]} ({self.citations[k][1]})" for k in keys)
-        return "(" + "; ".join(f"{self.citations[k][0]}, {self.citations[k][1]}" for k in keys) + ")"
+        # as sphinxcontrib-bibtex writes several: in the bibliography's order, "(Dao, 2023, Dao et al., 2022)"
+        ordered = sorted(keys, key=list(self.citations).index)
+        return "(" + ", ".join(f"{self.citations[k][0]}, {self.citations[k][1]}" for k in ordered) + ")"
 
     # --- a whole cell ----------------------------------------------------------------------------
     def plain(self, source: str) -> str:
@@ -320,11 +322,14 @@ DIRECTIVES: dict[str, Directive] = {
 
 
 def read_bib(path: Path) -> dict[str, tuple[str, str]]:
-    """key -> (authors as the website cites them, year): 'Bloem', 'Pennington et al.', 'Rush and Lee'."""
+    """key -> (authors as the website cites them, year): 'Bloem', 'Pennington et al.', 'Rush and Lee'; in the
+    order of the website's bibliography (pybtex's ``plain`` style sorts it by author, year and title)."""
     from pybtex.database import parse_file  # installed with jupyter-book (sphinxcontrib-bibtex)
+    from pybtex.style.sorting.author_year_title import SortingStyle
 
     cited = {}
-    for key, entry in parse_file(str(path)).entries.items():
+    for entry in SortingStyle().sort(parse_file(str(path)).entries.values()):
+        key = entry.key
         last = [re.sub(r"[{}\\]|\\L", "", " ".join(p.last_names)) for p in entry.persons.get("author", [])]
         authors = last[0] if len(last) == 1 else " and ".join(last) if len(last) == 2 else f"{last[0]} et al."
         cited[key] = (authors, entry.fields.get("year", "n.d."))
