@@ -21,8 +21,9 @@ def edition_main(argv: list[str] | None, description: str, out: str, out_help: s
                  write: Callable[[argparse.Namespace], Iterable[str]], *,
                  chapters_help: str = "chapter notebooks (chapters/NN_slug.ipynb)",
                  is_chapter: Callable[[Path], bool] = is_notebook, not_a_chapter: str = NOT_A_NOTEBOOK) -> int:
-    """Parse ``argv``: chapters and ``--out`` (default ``out``); check every chapter; then print each line ``write(args)`` yields while it writes the editions. Return 0, or
-    2 after an error naming a chapter that is not one, or what the MyST resolver could not resolve."""
+    """Parse ``argv``: chapters and ``--out`` (default ``out``); check every chapter; then print each line
+    ``write(args)`` yields while it writes the editions. Return 0, or 2 after an error naming a chapter that is
+    not one, or what the MyST resolver could not resolve."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("chapters", nargs="+", type=Path, help=chapters_help)
     parser.add_argument("--out", type=Path, default=Path(out), help=out_help)
