@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from book_toc import ROOT, toc_files
+from book_toc import ROOT, chapters
 
 from .myst_syntax import FENCE_RE, HEADING_RE, MATH_LABEL_RE, TARGET_RE, MystError, options
 
@@ -91,8 +91,7 @@ def exercise_number(targets: dict[str, Target], label: str | None, name: str) ->
 def book_targets(root: str) -> dict[str, Target]:
     """The targets of every chapter listed in ``root/_toc.yml`` (read once per run)."""
     targets: dict[str, Target] = {}
-    for n, stem in enumerate((f for f in toc_files(Path(root)) if f.startswith("chapters/")), start=1):
-        path = Path(root) / f"{stem}.ipynb"
+    for n, path in enumerate(chapters(Path(root)), start=1):
         if path.is_file():
             targets.update(number_targets(nbformat.read(path, as_version=4), n, path.name))
     return targets
@@ -100,13 +99,12 @@ def book_targets(root: str) -> dict[str, Target]:
 
 def chapter_number(path: Path, root: Path = ROOT) -> int:
     """The chapter's number on the website: its place among the ``chapters/`` files of ``_toc.yml``."""
-    chapters = [f for f in toc_files(root) if f.startswith("chapters/")]
-    stem = f"chapters/{Path(path).stem}"
-    if stem not in chapters:
+    stems = [p.stem for p in chapters(root)]
+    if Path(path).stem not in stems:
         raise MystError(f"{Path(path).name} is not a chapter listed in {root / '_toc.yml'}, which gives each chapter "
                         "its number: add it there, or keep the file name of the chapter it varies (in a folder of "
                         "its own)")
-    return chapters.index(stem) + 1
+    return stems.index(Path(path).stem) + 1
 
 
 __all__ = ["KINDS", "Target", "book_targets", "chapter_number", "exercise_number", "number_targets", "numbered"]
