@@ -17,7 +17,9 @@
             titleColor: "#e8e8e8" },
     legend: { labelColor: "#e0e0e0", titleColor: "#e8e8e8" },
     view: { stroke: "#6a6a6a" },
-    style: { ink: { stroke: "#e8e8e8", fill: "#e8e8e8" } },  // attn_helpers.explorers._explorer.INK
+    // INK is attn_helpers.explorers._explorer.INK; the guides' styles are set there too, for JupyterLab's dark theme.
+    style: { ink: { stroke: "#e8e8e8", fill: "#e8e8e8" }, "guide-label": { fill: "#e0e0e0" },
+             "guide-title": { fill: "#e8e8e8" } },
   };
   const isDark = () => document.documentElement.dataset.theme === "dark";
   // The spec's own config wins over vega-embed's: the page's colours are merged into it instead.

@@ -72,7 +72,16 @@ class Explorer:
         self.chart = (chart.properties(description=description, title=title)
                       .configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE)
                       .configure_legend(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE))
-        self.chart.config.style = {INK: {"stroke": "black", "fill": "black"}}
+        # The light colours, written out: JupyterLab's dark theme (vega-embed's "dark") paints the background
+        # #333 and the axes white but leaves text marks black; the spec's own colours win over a theme's, so
+        # there the explorer stays a legible light card. The website recolours it for its dark pages.
+        self.chart.config.background = "white"
+        self.chart.config.style = {INK: {"stroke": "black", "fill": "black"},
+                                   "guide-label": {"fill": "black"}, "guide-title": {"fill": "black"}}
+        self.chart.config.title = alt.TitleConfig(color="black", subtitleColor="black")
+        self.chart.config.view = alt.ViewConfig(stroke="#ddd")
+        axis = self.chart.config.axis
+        axis.domainColor, axis.tickColor, axis.gridColor = "#888", "#888", "#ddd"
         self.description = description
         self.caption = caption
 
