@@ -13,6 +13,7 @@ it emits, exactly, in fractions.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -143,7 +144,7 @@ def emitted_distribution(p: Sequence, q: Sequence, rule: _Rule = sampling_rule) 
     Enumerates every draft token ``x``: it is kept with probability ``accept``, else replaced by a draw from
     ``resample``. With :func:`sampling_rule` the result is ``p`` itself.
     """
-    p, q = validate.probabilities(p, "p"), validate.probabilities(q, "q")
+    p, q = _probabilities(p, "p"), _probabilities(q, "q")
     if len(p) != len(q):
         raise ValueError(f"p and q must cover the same vocabulary, got {len(p)} and {len(q)} probabilities.")
     out = [Fraction(0)] * len(p)
@@ -164,9 +165,30 @@ def expected_tokens(p: Sequence, q: Sequence, k: int, rule: _Rule = sampling_rul
     own next token after all ``k``. Enumerated exactly, for a draft and a target whose ``p``, ``q`` do not
     depend on the context.
     """
-    p, q, k = validate.probabilities(p, "p"), validate.probabilities(q, "q"), validate.integer(k, "k", minimum=0)
+    p, q, k = _probabilities(p, "p"), _probabilities(q, "q"), validate.integer(k, "k", minimum=0)
     kept = sum((qx * rule(p, q, x)[0] for x, qx in enumerate(q) if qx), Fraction(0))  # P(a draft is accepted)
     tokens = Fraction(1)  # k = 0: the target's own token
     for _ in range(k):
         tokens = 1 + kept * tokens  # the first draft, kept (then as with one draft fewer) or replaced
     return tokens
+
+
+def _probabilities(values: object, name: str) -> list[Fraction]:
+    """``values`` as a list of exact ``Fraction`` probabilities that sum to exactly 1 (chapter 12).
+
+    Takes ints and ``fractions.Fraction`` (and floats, converted exactly); rejects negative entries, an empty list
+    and a sum other than 1, which floats such as 0.1 rarely reach exactly: use ``Fraction(1, 10)``.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a list of probabilities, one per token, got {values!r} "
+                        f"({type(values).__name__}).")
+    if len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got an empty one.")
+    exact = []
+    for i, v in enumerate(values):
+        number = validate.real(v, f"{name}[{i}]", at_least=0, why="a probability")
+        exact.append(Fraction(v) if isinstance(v, numbers.Rational) else Fraction(number))
+    if sum(exact) != 1:
+        raise ValueError(f"{name} must sum to exactly 1, got {float(sum(exact))!r}: write the probabilities as "
+                         f"fractions.Fraction (Fraction(1, 3), not 0.333).")
+    return exact
