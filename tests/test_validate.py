@@ -5,10 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
-import attn_helpers as ah
-from attn_helpers import validate
-from attn_helpers.attention import loop_attention
 from messages import (
     DOES_NOT_DIVIDE,
     INTEGER_BETWEEN,
@@ -21,6 +17,10 @@ from messages import (
     TRUE_OR_FALSE,
     raises_saying,
 )
+
+import attn_helpers as ah
+from attn_helpers import validate
+from attn_helpers.attention import loop_attention
 
 
 @pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), torch.tensor(3)])
