@@ -28,7 +28,7 @@ __all__ = [
 
 
 def _check_dims(dims: Sequence[int]) -> list[int]:
-    if isinstance(dims, (int, str)) or not hasattr(dims, "__len__"):
+    if isinstance(dims, str) or not hasattr(dims, "__len__"):
         raise TypeError(f"dims must be a list of dimensions such as [2, 4, 8], got {dims!r}.")
     if len(dims) == 0:
         raise ValueError(f"dims must be a non-empty list of dimensions such as [2, 4, 8], got {dims!r}.")

@@ -159,7 +159,8 @@ def test_gqa_module_rejects_input_of_the_wrong_width():
 
 
 @pytest.mark.parametrize("args, match", [
-    ((16, 4, 3), "num_kv_heads=3 does not divide num_heads=4"), ((16, 3), "num_heads=3 does not divide d_model=16"),
+    ((16, 4, 3), "num_kv_heads=3 " + DOES_NOT_DIVIDE + " num_heads=4"),
+    ((16, 3), "num_heads=3 " + DOES_NOT_DIVIDE + " d_model=16"),
     ((16, 0), "positive"),
 ])
 def test_gqa_module_rejects_bad_sizes(args, match):

@@ -1,8 +1,8 @@
 """Checks of single numbers and lists of numbers: sizes, lengths, factors and rates (chapters 1-12).
 
 ``integer`` is the package's one integer check, ``real`` its one real-number check and ``flag`` its one bool
-check; every other check of a number goes through them (``whole_number`` and ``real_number`` are the tests
-behind the first two, for a caller that words its own message).
+check; every other check of a number goes through them (``whole_number`` is the test behind the first, for a
+caller that words its own message, such as an exercise's check).
 """
 
 from __future__ import annotations
@@ -54,16 +54,6 @@ def whole_number(value: object) -> int | None:
         return operator.index(value)
     except TypeError:
         return None
-
-
-def real_number(value: object) -> float | None:
-    """``value`` as a ``float`` if it is a finite real number, else ``None``: the test behind :func:`real`
-    (chapters 2-12).
-
-    Python and NumPy numbers and one-number tensors are real numbers; bools, strings, NaN and inf are not.
-    """
-    number = _as_float(value)
-    return number if number is not None and math.isfinite(number) else None
 
 
 def _as_float(value: object) -> float | None:

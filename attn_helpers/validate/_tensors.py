@@ -60,7 +60,7 @@ def _same_dtype(tensors: dict[str, torch.Tensor]) -> None:
         )
 
 
-def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shape ``shapes`` broadcast to, as ``torch.broadcast_shapes`` gives it, or ``None`` if they do not."""
     out = []
     for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
@@ -73,7 +73,7 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
 
 def _broadcastable(*shapes: tuple[int, ...]) -> bool:
     """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
-    return broadcast_shape(*shapes) is not None
+    return _broadcast_shape(*shapes) is not None
 
 
 def _scale_value(scale: object, d_k: int) -> float:
@@ -134,7 +134,7 @@ def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: obje
     """All the checks of :func:`attn_helpers.attention` in one call; returns the scale as a float."""
     _attention_inputs(q, k, v)
     if mask is not None:
-        batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = _broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         _attention_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
     return _scale_value(scale, q.shape[-1])
 
@@ -148,7 +148,7 @@ def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    together = broadcast_shape(mask.shape, scores_shape)
+    together = _broadcast_shape(mask.shape, scores_shape)
     if together is None:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
@@ -199,7 +199,7 @@ def tiled_attention_args(
         raise TypeError(f"the tiled passes take a bool mask (True = may attend), got {getattr(mask, 'dtype', mask)!r}; "
                         "turn an additive mask into one with mask == 0.")
     scores = (*q.shape[:-2], q.shape[-2], k.shape[-2])
-    if broadcast_shape(mask.shape, scores) != scores:
+    if _broadcast_shape(mask.shape, scores) != scores:
         raise ValueError(f"a mask of shape {tuple(mask.shape)} cannot be cut into the tiles of scores of shape "
                          f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
                          f"not add leading dimensions that q, k and v do not have.")
