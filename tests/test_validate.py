@@ -2,7 +2,9 @@
 
 import math
 
+import altair as alt
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from messages import (
@@ -328,3 +330,42 @@ def test_key_value_tokens_is_one_rule_wherever_keys_meet_values():
                  lambda: ah.MultiHeadAttention(4, 2)(q, k, v), lambda: ah.merge.partial_attention(q, k, v)):
         with raises_saying(ValueError, "describe 5 tokens but", "describe 3", ONE_VALUE_PER_KEY):
             call()
+
+
+@pytest.mark.parametrize("wrong_kind, wrong_value, words", [
+    (lambda: ah.cost.plot_flops([1, 2], d=8), lambda: ah.cost.plot_flops(pd.DataFrame({"x": [1]}), d=8),
+     "plot_flops needs the DataFrame of measure_flops"),
+    (lambda: ah.cost.plot_loglog([1, 2], "y", "t"), lambda: ah.cost.plot_loglog(pd.DataFrame(), "y", "t"),
+     "plot_loglog needs a"),
+    (lambda: ah.layout.plot_memory_layout([torch.zeros(2)]), lambda: ah.layout.plot_memory_layout({}),
+     "plot_memory_layout takes a"),
+    (lambda: ah.layout.plot_memory_layout({"x": [1.0, 2.0]}),
+     lambda: ah.layout.plot_memory_layout({"x": torch.tensor(1.0)}), "'x' must be a tensor"),
+    (lambda: ah.merge.merge_partials([[1, 2, 3]]), lambda: ah.merge.merge_partials([]),
+     "merge_partials takes a"),
+    (lambda: ah.plotting.plot_heads([[0.5, 0.5]], ["a", "b"]), lambda: ah.plotting.plot_heads(torch.ones(2, 2), ["a"]),
+     "plot_heads takes weights"),
+    (lambda: ah.training.token_labels([2, 0]), lambda: ah.training.token_labels(torch.zeros(2, 3, dtype=torch.long)),
+     "token_labels takes one sequence of ids"),
+    (lambda: ah.tables.table(pd.DataFrame({"x": [1]}).rename_axis(0)),
+     lambda: ah.tables.table(pd.DataFrame({"x": [1]})), "the index column"),
+    (lambda: ah.inference.grouped_query_attention(*(torch.ones(1, 2, 3, 4),) * 3, mask=[[True]]),
+     lambda: ah.inference.grouped_query_attention(*(torch.ones(1, 2, 3, 4),) * 3, mask=torch.ones(1, 1, 3, 3)),
+     "mask must be a"),
+    (lambda: ah.explorers.Explorer(alt.Chart(), 3, "move it"), lambda: ah.explorers.Explorer(alt.Chart(), " ", "move"),
+     "description must"),
+])
+def test_the_modules_raise_a_type_error_for_the_wrong_kind_and_a_value_error_for_a_wrong_value(
+        wrong_kind, wrong_value, words):
+    """The exception policy of attn_helpers.validate, followed where a module checks an input of its own."""
+    with raises_saying(TypeError, words):
+        wrong_kind()
+    with raises_saying(ValueError, words):
+        wrong_value()
+
+
+def test_glove_nearest_takes_a_word_or_a_vector(glove):
+    with raises_saying(TypeError, "query must be a word or a vector of shape (50,), got list"):
+        glove.nearest([0.0] * 50)
+    with raises_saying(ValueError, "query must be a word or a vector of shape (50,)"):
+        glove.nearest(torch.zeros(3))
