@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import messages
 import pytest
@@ -31,7 +30,6 @@ def _t(*shape: int) -> torch.Tensor:
 
 
 _HEAD = ah.SelfAttentionHead(4, 2)
-_RESULT = SimpleNamespace(ok=True, tokens=["we", "ship"], sentence="we ship", message="")
 
 #: Each public rule of validate: a call with the wrong kind of input (it must raise TypeError), or the reason it
 #: has none, and a call with a wrong value (it must raise ValueError), or the reason it has none.
@@ -64,11 +62,6 @@ POLICY = {
                      lambda: validate.query_groups(4, 3)),
     "token_ids": (lambda: validate.token_ids(_t(1, 2), 5), lambda: validate.token_ids(torch.tensor([[7]]), 5)),
     "rope_vectors": (lambda: validate.rope_vectors([1.0], _t(2)), lambda: validate.rope_vectors(_t(3), _t(3))),
-    "mask_settings": (lambda: validate.mask_settings(_t(3, 3), "yes", 2, None),
-                      lambda: validate.mask_settings(_t(3, 3), False, 9, None)),
-    "heads_settings": (lambda: validate.heads_settings([1.0], _t(1, 2, 3, 3), "a", 0, ("a",)),
-                       lambda: validate.heads_settings(_t(1, 1, 3, 3), _t(1, 2, 3, 3), "a", 5, ("a",))),
-    "sentence_word": (lambda: validate.sentence_word(_RESULT, 3), lambda: validate.sentence_word(_RESULT, "ships")),
 }
 #: The tests behind the rules, for a caller that words its own message: they return None and raise nothing.
 TESTS = {

@@ -8,8 +8,7 @@ the package's shared rules, filed by what they check, and every one is reached a
 - ``_tensors``: tensors and attention's inputs (:func:`as_float_tensor`, :func:`key_value_tokens`,
   :func:`attention_args`, …);
 - ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`,
-  :func:`query_groups`, :func:`token_ids`, …);
-- ``_words``: a sentence and a word in it (:func:`sentence_word`).
+  :func:`query_groups`, :func:`token_ids`, …).
 
 A check that only one function needs lives beside it, as a private function built from these rules
 (``attention._softmax_dim``, ``modules._multi_head_inputs``, …).
@@ -46,13 +45,10 @@ from ._numbers import (
 from ._tensors import (
     as_float_tensor,
     attention_args,
-    heads_settings,
     key_value_tokens,
-    mask_settings,
     one_sequence_args,
     tiled_attention_args,
 )
-from ._words import sentence_word
 
 __all__ = [
     "integer",
@@ -73,7 +69,4 @@ __all__ = [
     "rope_vectors",
     "token_ids",
     "flag",
-    "mask_settings",
-    "sentence_word",
-    "heads_settings",
 ]
