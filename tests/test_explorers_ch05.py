@@ -177,5 +177,5 @@ def test_a_heads_row_is_the_softmax_of_its_rounded_scores_key_by_key():
     assert "row" not in heads_view(W_ONE, W_TWO, "1 head", 0)  # no scores given
     with pytest.raises(ValueError, match=r"s_two must be the scores q·k/√d_k behind the weights, of their shape"):
         heads_view(W_ONE, W_TWO, "1 head", 0, s_one=S_ONE, s_two=S_TWO[:, :1])
-    with pytest.raises(ValueError, match="query must be an integer between 0 and 7"):
+    with raises_saying(ValueError, "query " + INTEGER_BETWEEN + " 0 and 7"):
         heads_view(W_ONE, W_TWO, "1 head", 0, query=8, **SCORES)
