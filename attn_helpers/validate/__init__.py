@@ -38,6 +38,7 @@ from ._numbers import (
     even_int,
     flag,
     integer,
+    probabilities,
     real,
     sizes_list,
     whole_number,
@@ -69,4 +70,5 @@ __all__ = [
     "rope_vectors",
     "token_ids",
     "flag",
+    "probabilities",
 ]

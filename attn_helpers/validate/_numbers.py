@@ -8,7 +8,10 @@ caller that words its own message, such as an exercise's check).
 from __future__ import annotations
 
 import math
+import numbers
 import operator
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -182,3 +185,24 @@ def flag(value: object, name: str) -> bool:
         return bool(value)
     raise TypeError(f"{name} must be True or False, got {value!r} ({_type_name(value)}): pass a bool, "
                     f"e.g. {name}=False.")
+
+
+def probabilities(values: object, name: str) -> list[Fraction]:
+    """``values`` as a list of exact ``Fraction`` probabilities that sum to exactly 1 (chapter 12).
+
+    Takes ints and ``fractions.Fraction`` (and floats, converted exactly); rejects negative entries, an empty list
+    and a sum other than 1, which floats such as 0.1 rarely reach exactly: use ``Fraction(1, 10)``.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a list of probabilities, one per token, got {values!r} "
+                        f"({_type_name(values)}).")
+    if len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got an empty one.")
+    exact = []
+    for i, v in enumerate(values):
+        number = real(v, f"{name}[{i}]", at_least=0, why="a probability")
+        exact.append(Fraction(v) if isinstance(v, numbers.Rational) else Fraction(number))
+    if sum(exact) != 1:
+        raise ValueError(f"{name} must sum to exactly 1, got {float(sum(exact))!r}: write the probabilities as "
+                         f"fractions.Fraction (Fraction(1, 3), not 0.333).")
+    return exact
