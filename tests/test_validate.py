@@ -369,3 +369,49 @@ def test_glove_nearest_takes_a_word_or_a_vector(glove):
         glove.nearest([0.0] * 50)
     with raises_saying(ValueError, "query must be a word or a vector of shape (50,)"):
         glove.nearest(torch.zeros(3))
+
+
+@pytest.mark.parametrize("value, number", [
+    (3, 3), (np.int64(-2), -2), (torch.tensor(4), 4), (2.0, None), (True, None), ("3", None), (None, None),
+])
+def test_whole_number_is_the_test_behind_integer(value, number):
+    assert validate.whole_number(value) == number
+
+
+def test_module_input_and_module_mask_check_what_a_module_is_given():
+    validate.module_input(torch.ones(2, 4), "x", 4, torch.float32)
+    validate.module_mask(None, (2, 2))
+    validate.module_mask(torch.ones(2, 2, dtype=torch.bool), (3, 2, 2))
+    with raises_saying(ValueError, "x has 3 features", "d_model=4"):
+        validate.module_input(torch.ones(2, 3), "x", 4, torch.float32)
+    with raises_saying(TypeError, "x has dtype torch.float64 but the module's weights are torch.float32"):
+        validate.module_input(torch.ones(2, 4).double(), "x", 4, torch.float32)
+    with raises_saying(TypeError, "mask must be a torch.Tensor, got list"):
+        validate.module_mask([[True]], (2, 2))
+    with raises_saying(ValueError, "does not broadcast to the attention weights' shape (2, 2)"):
+        validate.module_mask(torch.ones(3, 3, dtype=torch.bool), (2, 2))
+
+
+def test_probabilities_are_exact_fractions_that_sum_to_one():
+    from fractions import Fraction
+
+    assert validate.probabilities([Fraction(1, 4), 0.75], "p") == [Fraction(1, 4), Fraction(3, 4)]
+    with raises_saying(TypeError, "p must be a list of probabilities, one per token, got 'ab' (str)"):
+        validate.probabilities("ab", "p")
+    with raises_saying(ValueError, "p must sum to exactly 1, got 0.75"):
+        validate.probabilities([0.5, 0.25], "p")
+
+
+def test_the_attention_rules_return_what_their_callers_use():
+    q, k, v = torch.ones(2, 4), torch.ones(3, 4), torch.ones(3, 5)
+    assert validate.as_float_tensor(q, "q") is q
+    assert validate.one_sequence_args(q, k, v, None, "f") == validate.attention_args(q, k, v, None, None) == 0.5
+    scale, mask = validate.tiled_attention_args(q, k, v, torch.ones(2, 3, dtype=torch.bool), False, 2, 2, 2.0)
+    assert scale == 2.0 and mask.shape == (2, 3)
+    validate.head_inputs(ah.SelfAttentionHead(4, 2), torch.ones(3, 4), torch.ones(3, 3, dtype=torch.bool))
+    with raises_saying(ValueError, "f takes one sequence: q must be 2-D"):
+        validate.one_sequence_args(q[None], k, v, None, "f")
+    with raises_saying(TypeError, "the tiled passes take a bool mask"):
+        validate.tiled_attention_args(q, k, v, torch.zeros(2, 3), False, 2, 2, None)
+    with raises_saying(ValueError, "x has 5 features"):
+        validate.head_inputs(ah.SelfAttentionHead(4, 2), torch.ones(3, 5), None)
