@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from messages import raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import contextual_explorer, contextual_view
@@ -111,8 +112,10 @@ def test_the_spec_is_deterministic_small_and_labelled(spec, glove):
 def test_the_explorer_checks_its_input(glove):
     with pytest.raises(ValueError, match="start must be one of the menu's pairs, such as 'Odyssey · i'"):
         contextual_explorer(SENTENCES, glove, start="Odyssey · boat")
-    with pytest.raises(ValueError, match="sentences must map a short name"):
+    with raises_saying(TypeError, "sentences must be a dict, got list", "map a short name to each sentence"):
         contextual_explorer([ODYSSEY], glove)
+    with raises_saying(ValueError, "sentences must map a short name to each sentence"):
+        contextual_explorer({}, glove)
     with pytest.raises(ValueError, match="not in the GloVe vocabulary"):
         contextual_explorer({"typo": "Telemachus sailed home to Ithacca"}, glove)
 

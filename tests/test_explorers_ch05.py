@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, raises_saying
 
 from attn_helpers.explorers import heads_explorer, heads_view
 from attn_helpers.explorers._heads import DECIMALS, HEADS, PANELS, SCORE_DECIMALS
@@ -103,9 +104,9 @@ def test_heads_view_checks_its_input():
         heads_view(W_ONE[:2], W_TWO, "1 head", 0)
     with pytest.raises(ValueError, match="panel must be one of '1 head', '2 heads: head 0'"):
         heads_view(W_ONE, W_TWO, "head 0", 0)
-    with pytest.raises(ValueError, match=r"sequence must be an integer between 0 and 2 \(one of the b = 3\)"):
+    with raises_saying(ValueError, "sequence " + INTEGER_BETWEEN + " 0 and 2 (one of the b = 3)"):
         heads_view(W_ONE, W_TWO, "1 head", 3)
-    with pytest.raises(ValueError, match="sequence must be an integer"):
+    with raises_saying(TypeError, "sequence " + INTEGER_BETWEEN, "got 1.0 (a float); pass sequence=1"):
         heads_view(W_ONE, W_TWO, "1 head", 1.0)
     with pytest.raises(TypeError, match="w_one has dtype torch.int64"):
         heads_view(W_ONE.long(), W_TWO, "1 head", 0)
@@ -176,5 +177,5 @@ def test_a_heads_row_is_the_softmax_of_its_rounded_scores_key_by_key():
     assert "row" not in heads_view(W_ONE, W_TWO, "1 head", 0)  # no scores given
     with pytest.raises(ValueError, match=r"s_two must be the scores q·k/√d_k behind the weights, of their shape"):
         heads_view(W_ONE, W_TWO, "1 head", 0, s_one=S_ONE, s_two=S_TWO[:, :1])
-    with pytest.raises(ValueError, match="query must be an integer between 0 and 7"):
+    with raises_saying(ValueError, "query " + INTEGER_BETWEEN + " 0 and 7"):
         heads_view(W_ONE, W_TWO, "1 head", 0, query=8, **SCORES)

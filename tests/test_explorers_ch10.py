@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, POSITIVE_INTEGER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import tile_walk_explorer, tile_walk_view
@@ -132,11 +133,11 @@ def test_the_same_input_gives_the_same_specification():
 
 def test_tile_walk_view_checks_its_input():
     q, k, v = inputs(8, 8)
-    with pytest.raises(ValueError, match=r"step must be an integer between 0 and 10 \(the number of tiles computed\)"):
+    with raises_saying(ValueError, "step " + INTEGER_BETWEEN + " 0 and 10 (the number of tiles computed)"):
         tile_walk_view(q, k, v, 2, 2, 11, causal=True)
     with pytest.raises(ValueError, match="takes one sequence: q must be 2-D"):
         tile_walk_view(q[None], k[None], v[None], 2, 2, 0)
-    with pytest.raises(ValueError, match="block_k must be a positive integer"):
+    with raises_saying(ValueError, "block_k " + POSITIVE_INTEGER):
         tile_walk_view(q, k, v, 2, 0, 0)
     with pytest.raises(ValueError, match="causal=True with t_q=8 queries but t_k=4 keys"):
         tile_walk_explorer(q, k[:4], v[:4], 2, 2, causal=True)

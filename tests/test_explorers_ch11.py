@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from messages import NON_NEGATIVE_INTEGER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import rounded
@@ -43,7 +44,7 @@ def test_rope_offset_view_checks_its_input():
         ah.explorers.rope_offset_view(Q, K[:6], 0, 1)
     with pytest.raises(ValueError, match="even"):
         ah.explorers.rope_offset_view(Q[:7], K[:7], 0, 1)
-    with pytest.raises(ValueError, match="p must be a non-negative integer"):
+    with raises_saying(ValueError, "p " + NON_NEGATIVE_INTEGER):
         ah.explorers.rope_offset_view(Q, K, -1, 1)
     with pytest.raises(ValueError, match=r"p \+ r >= 0"):
         ah.explorers.rope_offset_view(Q, K, 2, -3)

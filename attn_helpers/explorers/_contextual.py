@@ -118,7 +118,10 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     word has the same vector, so the same row). ``start`` is the pair shown first (default: the first word of the
     first sentence). Every number is computed here, by :func:`contextual_view`; the browser only selects.
     """
-    if not isinstance(sentences, Mapping) or not sentences:
+    if not isinstance(sentences, Mapping):
+        raise TypeError(f"sentences must be a dict, got {type(sentences).__name__}: map a short name to each "
+                        "sentence, e.g. {'Odyssey': ODYSSEY_SENTENCE}.")
+    if not sentences:
         raise ValueError("sentences must map a short name to each sentence, e.g. {'Odyssey': ODYSSEY_SENTENCE}.")
     weights, nearest, summary = _data(sentences, glove)
     pairs = [row["pair"] for row in summary]

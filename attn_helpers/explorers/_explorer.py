@@ -62,9 +62,12 @@ class Explorer:
     def __init__(self, chart: alt.TopLevelMixin, description: str, caption: str) -> None:
         if not isinstance(chart, alt.TopLevelMixin):
             raise TypeError(f"chart must be an Altair chart, got {type(chart).__name__}.")
-        if not isinstance(description, str) or not description.strip():
+        for name, text in (("description", description), ("caption", caption)):
+            if not isinstance(text, str):
+                raise TypeError(f"{name} must be a string, got {type(text).__name__}.")
+        if not description.strip():
             raise ValueError("description must say in a sentence what the explorer shows.")
-        if not isinstance(caption, str) or not caption.strip() or len(caption) > CAPTION_MAX or "\n" in caption:
+        if not caption.strip() or len(caption) > CAPTION_MAX or "\n" in caption:
             raise ValueError(f"caption must be one line of at most {CAPTION_MAX} characters saying what to move and "
                              f"what to watch; got {caption!r}.")
         title = alt.Title(caption, anchor="start", frame="bounds", fontSize=FONT_SIZE + 1, fontWeight="bold",
