@@ -259,18 +259,6 @@ def test_every_model_refuses_token_ids_the_same_way(model):
         m(torch.tensor([0, 1]))
 
 
-def test_rope_vectors_takes_one_query_and_one_key_of_one_even_length():
-    assert validate.rope_vectors(torch.zeros(8), torch.ones(8)) == 8
-    with pytest.raises(ValueError, match=r"same shape \(d,\), got shapes \(8,\) and \(6,\)"):
-        validate.rope_vectors(torch.zeros(8), torch.ones(6))
-    with pytest.raises(ValueError, match=r"shapes \(2, 8\) and \(2, 8\).*q\[0\]"):
-        validate.rope_vectors(torch.zeros(2, 8), torch.ones(2, 8))
-    with pytest.raises(ValueError, match="must be even, got 7"):
-        validate.rope_vectors(torch.zeros(7), torch.ones(7))
-    with pytest.raises(TypeError, match="k has dtype torch.int64"):
-        validate.rope_vectors(torch.zeros(8), torch.ones(8, dtype=torch.long))
-
-
 @pytest.mark.parametrize("value", ["no", 0, 1, None, torch.tensor(True)])
 def test_flag_needs_a_bool(value):
     with pytest.raises(TypeError, match="must be True or False"):

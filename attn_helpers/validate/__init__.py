@@ -18,7 +18,6 @@ from ._modules import (
     multi_head_inputs,
     ring_write,
     rope_inputs,
-    rope_vectors,
     token_ids,
 )
 from ._numbers import (
@@ -62,7 +61,6 @@ __all__ = [
     "lengths_list",
     "even_int",
     "rope_inputs",
-    "rope_vectors",
     "ring_write",
     "token_ids",
     "flag",

@@ -139,16 +139,6 @@ def rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
     return t, d
 
 
-def rope_vectors(q: object, k: object) -> int:
-    """One query and one key to rotate: float tensors of one shape ``(d,)``, d even. Returns d (chapter 11)."""
-    as_float_tensor(q, "q")
-    as_float_tensor(k, "k")
-    if q.dim() != 1 or q.shape != k.shape:
-        raise ValueError(f"q and k must be one query and one key, two vectors of the same shape (d,), got shapes "
-                         f"{tuple(q.shape)} and {tuple(k.shape)}. Take one row of each, e.g. q[0] and k[0].")
-    return even_int(q.shape[0], "d, the length of q and k")
-
-
 def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
     """Check a ``(b, t)`` tensor of token ids (``torch.long``) in ``0 … vocab_size - 1``; returns ``(b, t)``
     (chapters 8, 9 and 11)."""
