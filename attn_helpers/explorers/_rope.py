@@ -60,33 +60,35 @@ def _shown_pairs(half: int) -> list[int]:
                                                               for j in range(CIRCLES)})
 
 
-def _circle(rotated: alt.Chart, ring: alt.Chart, i: int, reach: float) -> alt.LayerChart:
+def _circle(ring: alt.Chart, i: int, reach: float) -> alt.LayerChart:
     """Pair i as a circle: its query's and key's arrows from the origin, their rings, and the angle between;
-    ``reach`` is the axes' half-width, a little more than the longer arrow."""
+    ``reach`` is the axes' half-width, a little more than the longer arrow. The rotated pairs are the data of the
+    chart it is drawn in."""
     scale = alt.Scale(domain=[-reach, reach])
     x, y = alt.X("x:Q", scale=scale, axis=None), alt.Y("y:Q", scale=scale, axis=None)
     rings = ring.transform_filter(f"datum.i == {i}").mark_line(strokeWidth=1, aria=False).encode(
         x=x, y=y, order="a:Q", detail="vector:N", color=alt.value("#bdbdbd"))
-    pair = rotated.transform_filter(f"datum.i == {i}")
-    parts = []
-    for name, vector in (("query at p + r", "q"), ("key at p", "k")):
-        tip = pair.transform_calculate(x=f"datum.{vector}_even", y=f"datum.{vector}_odd", o="0").transform_calculate(
-            turn=f"90 - atan2(datum.{vector}_odd, datum.{vector}_even) * 180 / PI", vector=f"'{name}'",
-            label=f"'pair {i}, {name}: (' + format(datum.x, '.8f') + ', ' + format(datum.y, '.8f') + ')'")
-        colour_of = alt.Color("vector:N", scale=alt.Scale(domain=["query at p + r", "key at p"], range=[QUERY, KEY]),
-                              title=None, legend=alt.Legend(orient="top"))
-        parts.append(tip.mark_rule(strokeWidth=2, aria=False).encode(
-            x=alt.X("o:Q", scale=scale, axis=None), y=alt.Y("o:Q", scale=scale, axis=None), x2="x:Q", y2="y:Q",
-            color=colour_of))
-        parts.append(tip.mark_point(shape="triangle", filled=True, size=60, opacity=1).encode(
-            x=x, y=y, angle=alt.Angle("turn:Q", scale=None), color=colour_of, description=alt.Description("label:N")))
+    pair = alt.Chart().transform_filter(f"datum.i == {i}")
+    arrows = pair.transform_calculate(vectors="['query at p + r', 'key at p']").transform_flatten(
+        ["vectors"], as_=["vector"]).transform_calculate(
+        x="datum.vector == 'key at p' ? datum.k_even : datum.q_even", o="0",
+        y="datum.vector == 'key at p' ? datum.k_odd : datum.q_odd").transform_calculate(
+        turn="90 - atan2(datum.y, datum.x) * 180 / PI",  # the tip's triangle, turned along its arrow
+        label=f"'pair {i}, ' + datum.vector + ': (' + format(datum.x, '.8f') + ', ' + format(datum.y, '.8f') + ')'")
+    colour = alt.Color("vector:N", scale=alt.Scale(domain=["query at p + r", "key at p"], range=[QUERY, KEY]),
+                       title=None, legend=alt.Legend(orient="top"))
+    shafts = arrows.mark_rule(strokeWidth=2, aria=False).encode(
+        x=alt.X("o:Q", scale=scale, axis=None), y=alt.Y("o:Q", scale=scale, axis=None), x2="x:Q", y2="y:Q",
+        color=colour)
+    tips = arrows.mark_point(shape="triangle", filled=True, size=60, opacity=1).encode(
+        x=x, y=y, angle=alt.Angle("turn:Q", scale=None), color=colour, description=alt.Description("label:N"))
     angle = pair.transform_calculate(
         text="'angle ' + format(datum.angle, '.0f') + '°, share ' + format(datum.part, '.2f')",
         label=f"'pair {i}: angle from key to query ' + format(datum.angle, '.8f') + ' degrees, share of the score '"
               " + format(datum.part, '.8f')",
     ).mark_text(align="left", x=0, y=-6, fontSize=12).encode(
         text="text:N", description=alt.Description("label:N"))
-    return alt.layer(rings, *parts, angle).properties(width=128, height=128, view=alt.ViewConfig(stroke=None))
+    return alt.layer(rings, shafts, tips, angle).properties(width=128, height=128, view=alt.ViewConfig(stroke=None))
 
 
 def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 1) -> Explorer:
@@ -118,7 +120,7 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
     P = alt.param(name="position_p", value=p, bind=alt.binding_range(min=0, max=P_MAX, step=1, name="position p "))
     R = alt.param(name="offset_r", value=r, bind=alt.binding_range(min=0, max=R_MAX, step=1, name="offset r "))
 
-    def turned(chart: alt.Chart, offset: str) -> alt.Chart:  # each a transform of its own, in this order
+    def turned(chart: alt.TopLevelMixin, offset: str) -> alt.TopLevelMixin:  # each a transform of its own, in order
         return chart.transform_calculate(
             aq=f"({P.name} + {offset}) * datum.theta", ak=f"{P.name} * datum.theta",
             q_even="datum.qe * cos(datum.aq) - datum.qo * sin(datum.aq)",
@@ -128,11 +130,12 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
             part="datum.q_even * datum.k_even + datum.q_odd * datum.k_odd",
         )
 
-    rotated = turned(alt.Chart(data), R.name).transform_calculate(
-        angle="atan2(datum.k_even * datum.q_odd - datum.k_odd * datum.q_even,"
-              " datum.k_even * datum.q_even + datum.k_odd * datum.q_odd) * 180 / PI")
-    circles = [_circle(rotated, ring, i, rounded(1.1 * max(q_norms[i], k_norms[i], 1e-12)))  # each at its scale
+    circles = [_circle(ring, i, rounded(1.1 * max(q_norms[i], k_norms[i], 1e-12)))  # each at its own scale
                .properties(title=f"pair {i}, θ = {rounded(data.theta[i], 3):g}") for i in shown]
+    grid = turned(alt.concat(*circles, columns=2, spacing=14, data=data), R.name).transform_calculate(  # turned once
+        angle="atan2(datum.k_even * datum.q_odd - datum.k_odd * datum.q_even,"
+              " datum.k_even * datum.q_even + datum.k_odd * datum.q_odd) * 180 / PI",
+    ).resolve_scale(x="independent", y="independent")
     largest = rounded(sum(a * b for a, b in zip(q_norms, k_norms, strict=True)))  # no score is larger
     offsets = turned(alt.Chart(data).transform_calculate(offset=f"sequence(0, {R_MAX + 1})")
                      .transform_flatten(["offset"]), "datum.offset").transform_aggregate(
@@ -151,7 +154,6 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
     ).mark_text(align="left", x=0, y=-12, fontSize=12).encode(
         text="text:N", description=alt.Description("label:N"))
     scores = alt.layer(line, dots, here, score).properties(width=270, height=120)
-    grid = alt.concat(*circles, columns=2, spacing=14).resolve_scale(x="independent", y="independent")
     chart = alt.vconcat(grid, scores, spacing=30)
     which = "all of them" if len(shown) == d // 2 else f"of {d // 2}"
     description = (f"Pairs {', '.join(map(str, shown))} ({which}) of a query at position p + r and a key at position "
