@@ -154,11 +154,11 @@ def rope_offset_explorer(q: torch.Tensor, k: torch.Tensor, p: int = 0, r: int = 
     ).mark_text(align="left", x=0, y=-12, fontSize=12).encode(
         text="text:N", description=alt.Description("label:N"))
     scores = alt.layer(line, dots, here, score).properties(width=270, height=120)
-    chart = alt.vconcat(grid, scores, spacing=30)
+    chart = alt.VConcatChart(vconcat=[grid, scores], spacing=30, params=[P.param, R.param])  # no copy of the subcharts
     which = "all of them" if len(shown) == d // 2 else f"of {d // 2}"
     description = (f"Pairs {', '.join(map(str, shown))} ({which}) of a query at position p + r and a key at position "
                    f"p after RoPE, each as two arrows on a circle at the pair's own scale, with sliders for p and r: "
                    f"p turns both arrows together and keeps the angle between them; under them, the score against "
                    f"the offset r, a line p does not move. At p = {p}, r = {r} the score is {view['score']:.2f}, and "
                    f"it stays so for every p.")
-    return Explorer(chart.add_params(P, R), description, "Move p: both arrows turn, angle and score stay")
+    return Explorer(chart, description, "Move p: both arrows turn, angle and score stay")
