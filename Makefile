@@ -20,8 +20,9 @@ SITE_TESTS := tests/test_links.py $(wildcard tests/test_*browser.py)
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
-# The chapters (make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one).
-CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
+# The chapters, as _toc.yml lists them (scripts/book_toc.py, the one answer; read when a recipe uses them).
+# make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one.
+CHAPTERS ?= $(shell $(PY) scripts/book_toc.py)
 # make book: jupyter-cache fills Jupyter Book's execution cache, one kernel per core (one torch thread each),
 # before the build, which then finds every chapter cached; a chapter whose code did not change is not
 # executed again.

@@ -33,6 +33,7 @@ import pkgutil
 import re
 from pathlib import Path
 
+import book_toc  # scripts/, on the path as a local extension of _config.yml (and in the tests, pyproject.toml)
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
 
@@ -124,13 +125,13 @@ def chapter_index(package: str = PACKAGE) -> dict[int | str, dict[str, list[str]
 
 
 def chapter_titles(root: Path) -> dict[int, tuple[str, str]]:
-    """``{N: (docname, title)}`` for the chapters in ``root/chapters``, each title its notebook's first heading."""
+    """``{N: (docname, title)}`` for the chapters of ``root/_toc.yml``, each title its notebook's first heading."""
     titles = {}
-    for path in sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    for number, path in enumerate(book_toc.chapters(root), start=1):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         heading = next(line for cell in cells if cell["cell_type"] == "markdown"
                        for line in "".join(cell["source"]).splitlines() if line.startswith("# "))
-        titles[int(path.name[:2])] = (f"chapters/{path.stem}", heading[2:].strip())
+        titles[number] = (f"chapters/{path.stem}", heading[2:].strip())
     return titles
 
 

@@ -55,7 +55,8 @@
     block.appendChild(view);
     const dark = isDark();
     spec.config = merged(spec.config || {}, dark ? DARK : LIGHT);
-    const result = await vegaEmbed(view, spec, { renderer: "svg", actions: false });
+    // vega-embed's options, as JupyterLab gets them: attn_helpers.explorers._explorer.EMBED_OPTIONS, on the page.
+    const result = await vegaEmbed(view, spec, JSON.parse(block.dataset.embedOptions));
     for (const [name, value] of Object.entries(settings)) result.view.signal(name, value);
     if (Object.keys(settings).length) await result.view.runAsync();
     block.explorerView = result.view;

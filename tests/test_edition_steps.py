@@ -33,7 +33,7 @@ from book_editions.student import LockCheck, StubSolution
 from book_editions.walk import At, Edition, Step
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attn_helpers.checks._answer import SOLUTION_LINE, waiting_note
+from attn_helpers.checks.protocol import SOLUTION_LINE, waiting_note
 
 GLUE = new_output("display_data", data={"application/papermill.record/text/plain": "2"},
                   metadata={"scrapbook": {"name": "tiny_x"}})

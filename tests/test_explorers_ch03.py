@@ -117,8 +117,9 @@ def test_the_explorer_checks_its_input(glove):
         contextual_explorer({"typo": "Telemachus sailed home to Ithacca"}, glove)
 
 
-def test_sentence_word_names_the_words_to_pick_from(glove):
-    result = ah.explore.attend_sentence(ORDER, glove)
-    assert ah.validate.sentence_word(result, "order") == 5
+def test_the_view_names_the_words_to_pick_from(glove):
+    assert contextual_view(ORDER, "order", glove)["position"] == 5
     with pytest.raises(ValueError, match="pick one of we, process, and, ship, your, order"):
-        ah.validate.sentence_word(result, "orders")
+        contextual_view(ORDER, "orders", glove)
+    with pytest.raises(TypeError, match="word must be a string, one of the sentence's words, got int"):
+        contextual_view(ORDER, 5, glove)

@@ -102,3 +102,27 @@ def test_sampling_bad_input(p, match):
 def test_sampling_vocabularies_must_match():
     with pytest.raises(ValueError, match="same vocabulary"):
         ah.speculative.emitted_distribution([F(1, 2), F(1, 2)], Q3)
+
+
+def test_mixed_draft_runs_from_uniform_through_q_to_p():
+    assert ah.speculative.mixed_draft(P3, Q3, -1) == [F(1, 3)] * 3
+    assert ah.speculative.mixed_draft(P3, Q3, 0) == Q3 and ah.speculative.mixed_draft(P3, Q3, 1) == P3
+    half = ah.speculative.mixed_draft(P3, Q3, 0.5)
+    assert half == [(a + b) / 2 for a, b in zip(P3, Q3, strict=True)]
+    assert sum(ah.speculative.mixed_draft(P3, Q3, 0.35)) == 1  # the decimal 0.35, exactly: the sum stays 1
+    with pytest.raises(ValueError, match="mix"):
+        ah.speculative.mixed_draft(P3, Q3, -1.5)
+    with pytest.raises(ValueError, match="same vocabulary"):
+        ah.speculative.mixed_draft([F(1, 2), F(1, 2)], Q3, 0)
+
+
+def test_plot_sampling_draws_the_overlap_and_one_curve_a_draft():
+    import matplotlib.pyplot as plt
+
+    fig = ah.speculative.plot_sampling(P3, Q3, mixes=(-1, 0), k_max=3)
+    top, low = fig.axes
+    shared = [patch.get_height() for patch in top.patches[:3]]  # the first bars: min(p, q)
+    assert shared == [float(min(a, b)) for a, b in zip(P3, Q3, strict=True)]
+    assert [len(line.get_xdata()) for line in low.get_lines()] == [4, 4]
+    assert low.get_lines()[1].get_ydata()[-1] == float(ah.speculative.expected_tokens(P3, Q3, 3))
+    plt.close(fig)

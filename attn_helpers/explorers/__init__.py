@@ -1,4 +1,4 @@
-"""Explorers: figures a reader moves, with no kernel running (chapters 1, 2, 3, 5, 7, 10 and 11).
+"""Explorers: figures a reader moves, with no kernel running (chapters 1, 2, 3, 5, 7, 8, 10, 11 and 12).
 
 Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
 (sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
@@ -13,8 +13,10 @@ from ._average import average_explorer, average_view
 from ._contextual import contextual_explorer, contextual_view
 from ._explorer import Explorer, rounded
 from ._heads import heads_explorer, heads_view
+from ._induction import induction_explorer, induction_view
 from ._masks import mask_explorer, mask_view
 from ._rope import rope_offset_explorer, rope_offset_view
+from ._speculative import speculative_explorer, speculative_view
 from ._stretch import stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
 from ._tiles import tile_walk_explorer, tile_walk_view
@@ -32,6 +34,8 @@ __all__ = [
     "contextual_explorer", "contextual_view",  # chapter 3
     "heads_explorer", "heads_view",  # chapter 5
     "mask_explorer", "mask_view",  # chapter 7
+    "induction_explorer", "induction_view",  # chapter 8
     "tile_walk_explorer", "tile_walk_view",  # chapter 10
     "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11
+    "speculative_explorer", "speculative_view",  # chapter 12
 ]

@@ -6,8 +6,7 @@ filed by what they check, and every one is reached as ``validate.<name>``:
 
 - ``_numbers``: single numbers and lists of them (:func:`integer`, :func:`real`, :func:`flag`, :func:`sizes_list`, …);
 - ``_tensors``: tensors and attention's inputs (:func:`as_float_tensor`, :func:`attention_args`, …);
-- ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`, …);
-- ``_words``: a sentence and a word in it (:func:`sentence_word`).
+- ``_modules``: the inputs of the attention modules, head counts, RoPE and token ids (:func:`head_width`, …).
 """
 
 from __future__ import annotations
@@ -35,13 +34,10 @@ from ._tensors import (
     as_float_tensor,
     attention_args,
     broadcast_shape,
-    heads_settings,
-    mask_settings,
     one_sequence_args,
     softmax_dim,
     tiled_attention_args,
 )
-from ._words import sentence_word
 
 __all__ = [
     "integer",
@@ -65,7 +61,4 @@ __all__ = [
     "token_ids",
     "flag",
     "probabilities",
-    "mask_settings",
-    "sentence_word",
-    "heads_settings",
 ]

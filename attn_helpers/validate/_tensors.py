@@ -230,35 +230,3 @@ def tiled_attention_args(
                          f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
                          f"not add leading dimensions that q, k and v do not have.")
     return scale, mask.expand(scores)
-
-
-def mask_settings(scores: object, causal: object, length: object, window: object) -> tuple[int, bool, int, int | None]:
-    """The checks of chapter 7's mask explorer: ``scores`` a finite float ``(t, t)`` matrix, ``causal`` a bool,
-    ``length`` (the real tokens) in ``1 … t``, ``window`` a positive int or None; returns t and the three settings."""
-    as_float_tensor(scores, "scores", min_dim=2)
-    if scores.dim() != 2 or scores.shape[0] != scores.shape[1]:
-        raise ValueError(f"scores must be one sequence's (t, t) matrix of query-key scores, got shape "
-                         f"{tuple(scores.shape)}. For a batch or heads, pick one: scores[0] or scores[0, 0].")
-    t = scores.shape[0]
-    length = integer(length, "length", minimum=1, maximum=t, why=f"the number of real tokens among the t = {t}")
-    return t, flag(causal, "causal"), length, integer(window, "window", minimum=1, none_ok=True)
-
-
-def heads_settings(w_one: object, w_two: object, panel: object, sequence: object,
-                   panels: tuple[str, ...]) -> tuple[int, int]:
-    """The checks of chapter 5's heads explorer: ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``, the
-    weights of the one-head and two-head models on the same b sequences (t >= 3), ``panel`` one of ``panels``
-    and ``sequence`` in ``0 … b - 1``; returns the panel's index and the sequence."""
-    for name, x, h in (("w_one", w_one, 1), ("w_two", w_two, 2)):
-        as_float_tensor(x, name, min_dim=4)
-        if x.dim() != 4 or x.shape[1] != h or x.shape[2] != x.shape[3] or x.shape[2] < 3:
-            raise ValueError(f"{name} must be the {h}-head model's weights, shape (b, {h}, t, t) with t >= 3 (a "
-                             f"token two back), got {tuple(x.shape)}: pass the second output of "
-                             f"TwoBackModel(num_heads={h})(x).")
-    if w_one.shape[0] != w_two.shape[0] or w_one.shape[2] != w_two.shape[2]:
-        raise ValueError(f"w_one {tuple(w_one.shape)} and w_two {tuple(w_two.shape)} must be the two models' weights "
-                         f"on the same sequences: the same b and t.")
-    if not isinstance(panel, str) or panel not in panels:
-        raise ValueError(f"panel must be one of {', '.join(map(repr, panels))}, got {panel!r}.")
-    b = w_one.shape[0]
-    return panels.index(panel), integer(sequence, "sequence", minimum=0, maximum=b - 1, why=f"one of the b = {b}")

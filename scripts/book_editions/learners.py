@@ -7,13 +7,12 @@ Colab never opens and which leave out the Colab set-up cell.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import nbformat
 from book_toc import ROOT
 
-from attn_helpers.checks._answer import SOLUTION_LINE, correct_line, waiting_note
+from attn_helpers.checks.protocol import SOLUTION_LINE, correct_line, parse_correct_line, waiting_note
 
 from .cells import derived_id, new_markdown
 from .chapter import Chapter
@@ -25,7 +24,6 @@ COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a fol
 ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
           "# run it, then run the check below. Until then, the check checks the folded solution above.\n"
           'ah.checks.no_answer_yet("{number}")')
-CORRECT = re.compile(r"^✓ (.+): correct$")
 COLAB_TAG = "colab-setup"  # each chapter's first code cell, which sets up Colab and does nothing elsewhere
 
 
@@ -42,17 +40,17 @@ def answered_before(chapter: Chapter, index: int) -> str | None:
 
 class CheckAsRunAllShows(Step):
     """The check cell under an untouched answer cell shows what Run All prints there: that the book's solution
-    passed, and that the exercise waits for the learner's answer (attn_helpers/checks/_answer.py)."""
+    passed, and that the exercise waits for the learner's answer (attn_helpers/checks/protocol.py)."""
 
     def cell(self, at: At) -> None:
         if not at.is_code or (number := answered_before(at.chapter, at.index)) is None:
             return
         for out in at.cell.outputs:
             if out.get("output_type") == "stream" and out.get("name") == "stdout":
-                lines = out.text.splitlines()
-                if lines and all(CORRECT.match(line) for line in lines):
-                    out.text = "\n".join([waiting_note(number), *(correct_line(CORRECT.match(line)[1], True)
-                                                                   for line in lines)]) + "\n"
+                passes = [parse_correct_line(line) for line in out.text.splitlines()]
+                if passes and all(found is not None and not found[1] for found in passes):  # the learner's own passes
+                    shown = [correct_line(name, book_solution=True) for name, _ in passes]
+                    out.text = "\n".join([waiting_note(number), *shown]) + "\n"
 
 
 class FoldSolution(Step):

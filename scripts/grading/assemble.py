@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import book_toc
 import nbformat
 from book_editions.exercise_cells import (
     CHECK_TAG,
@@ -136,15 +137,12 @@ def chapter_number(chapter: str) -> str:
     return f"{int(m.group('number')):02d}"
 
 
-def find_chapter(chapters_dir: Path, chapter: str) -> Path:
-    """``chapters/NN_*.ipynb`` for chapter ``NN`` (1, 01 or ch01)."""
-    number = chapter_number(chapter)
-    found = sorted(chapters_dir.glob(f"{number}_*.ipynb"))
-    if len(found) != 1:
-        have = ", ".join(sorted(p.name[:2] for p in chapters_dir.glob("[0-9][0-9]_*.ipynb")))
-        raise BookError(f"expected one notebook {number}_*.ipynb in {chapters_dir}, found {len(found)}"
-                        + (f" (the chapters are {have})" if have else ""))
-    return found[0]
+def find_chapter(chapter: str, root: Path = ROOT) -> Path:
+    """The notebook of chapter ``NN`` (1, 01 or ch01) of the book in ``root``, as ``_toc.yml`` lists it."""
+    try:
+        return book_toc.chapter(int(chapter_number(chapter)), root)
+    except LookupError as exc:
+        raise BookError(f"CHAPTER={chapter!r}: {exc}") from None
 
 
 def _heading(cell: nbformat.NotebookNode) -> tuple[str, str | None] | None:
