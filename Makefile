@@ -11,9 +11,10 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 # Tests in a browser, and of the built website (test_explorer_chNN_browser.py: each chapter's explorers): they run
-# after build-strict, not with the unit tests. The
-# learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
-SITE_TESTS := tests/test_links.py $(wildcard tests/test_*browser.py)
+# after build-strict, not with the unit tests; so does test_editions_match_site.py (the editions' numbers are the
+# built website's). The learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as
+# test_browser.py does.
+SITE_TESTS := tests/test_links.py tests/test_editions_match_site.py $(wildcard tests/test_*browser.py)
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
@@ -110,7 +111,7 @@ browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, eve
 bench: $(STAMP)  ## time make test, unit tests, website builds, each chapter alone, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-# make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
+# make lab: the learners' editions of the chapters (scripts/lab.py, book_editions.learners.LAB) go into LAB_DIR, the learner's own
 # folder (git ignores it); a copy the learner edited is kept, and the fresh edition goes beside it.
 LAB_DIR ?= my-notebooks
 lab: $(STAMP)  ## make the learners' editions into my-notebooks/ (your edited copies are kept) and open JupyterLab there

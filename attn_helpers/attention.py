@@ -13,7 +13,7 @@ __all__ = ["softmax", "attention", "loop_attention", "safe_softmax", "apply_mask
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Numerically stable softmax of ``x`` along ``dim`` (chapter 2).
+    """Numerically stable softmax of ``x`` along ``dim`` (chapters 1-2).
 
     Subtracts the maximum of each slice before ``exp``, so large scores cannot overflow.
     Entries equal to ``-inf`` (masked positions) get weight 0; a slice that is entirely

@@ -1,4 +1,5 @@
-"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
+"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7; the API page
+lists the later chapters whose code uses it).
 
 The versions of attention it measures, :func:`attn_helpers.attention` and the pure-Python
 :func:`attn_helpers.loop_attention`, live side by side in the attention module; this one holds the measuring tools.
@@ -128,7 +129,7 @@ class TensorMemoryTracker(dispatch_mode_base()):
 
 
 def peak_tensor_memory(fn: Callable[..., object], *args: object) -> int:
-    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapter 7)."""
+    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapters 6-7)."""
     with torch.no_grad(), TensorMemoryTracker() as tracker:
         result = fn(*args)
     del result

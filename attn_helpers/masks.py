@@ -47,7 +47,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
 
 
 def causal_mask(t_q: int, t_k: int | None = None) -> torch.Tensor:
-    """The causal (look-back-only) mask, bool ``(t_q, t_k)``, **True = may attend** (chapter 7).
+    """The causal (look-back-only) mask, bool ``(t_q, t_k)``, **True = may attend** (chapters 6-7).
 
     With ``t_k = t_q`` (the default) query ``i`` may attend keys ``0 … i``: the lower triangle.
     When ``t_q < t_k`` the queries are taken to be the *last* ``t_q`` positions of the ``t_k``
@@ -97,7 +97,7 @@ def _to_allowed(mask: torch.Tensor, source: str) -> torch.Tensor:
 def convert_mask(
     mask: torch.Tensor, source: str, target: str, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """Rewrite ``mask`` from one convention to another, keeping its shape (chapter 7).
+    """Rewrite ``mask`` from one convention to another, keeping its shape (chapters 6-7).
 
     ``source`` and ``target`` are each ``"allowed"`` (bool, True = may attend), ``"blocked"``
     (bool, True = blocked) or ``"additive"`` (float, 0 or -inf). An additive result has ``dtype``.

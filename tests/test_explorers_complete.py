@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import book_toc
 import pytest
 
 import attn_helpers.explorers as explorers
@@ -57,8 +58,7 @@ def chapter_of(name: str) -> int:
 
 
 def chapter_file(chapter: int) -> Path:
-    (path,) = ROOT.glob(f"chapters/{chapter:02d}_*.ipynb")
-    return path
+    return book_toc.chapter(chapter)
 
 
 def test_every_explorer_module_exports_an_explorer_and_its_view_from_the_package():

@@ -1,9 +1,10 @@
 """What a passed check prints: :func:`correct`, and in a learners' edition, :func:`no_answer_yet`.
 
-A learners' edition (scripts/make_editions.py) keeps each exercise's solution, folded, above a "Your answer"
-cell, so that Run All still runs the whole chapter. Until the learner writes there, the check below checks the
-book's solution: the answer cell's one line of code, ``ah.checks.no_answer_yet("1.2")``, tells the check cell run
-right after it (the next cell IPython runs) to say so, instead of a bare "✓ correct" under an empty answer.
+A learners' edition (its steps: scripts/book_editions/learners.py) keeps each exercise's solution, folded,
+above a "Your answer" cell (the AnswerCell step), so that Run All still runs the whole chapter. Until the
+learner writes there, the check below checks the book's solution: the answer cell's one line of code,
+``ah.checks.no_answer_yet("1.2")``, tells the check cell run right after it (the next cell IPython runs) to
+say so, instead of a bare "✓ correct" under an empty answer.
 A learner's code in place of that line (or under it), or any other cell run in between, and the check reports
 as usual.
 

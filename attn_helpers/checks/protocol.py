@@ -32,7 +32,8 @@ __all__ = [
     "waiting_note",
 ]
 
-#: The first line of every solution code cell of a learners' edition (every chapter; ``{number}``: "1.2").
+#: The first line of every solution code cell of a learners' edition (every chapter; ``{number}``: "1.2"), written
+#: by ``scripts/book_editions/learners.py``'s SolutionLine step.
 SOLUTION_LINE = ("# The book's solution to Exercise {number} (folded, and run without output): write yours under "
                  "\"Your answer\" below.")
 #: :data:`SOLUTION_LINE`'s parser: its ``number`` group is the exercise's number (every chapter).
