@@ -62,9 +62,13 @@ def test_every_explorer_has_a_caption_its_text_size_and_ink_that_follows_the_pag
     at the page's 16 px where there is room), and the INK style the website's dark pages recolour."""
     spec = ah.explorers.temperature_explorer(SCORES, LABELS).spec()
     assert spec["title"]["text"] == "Slide T: low T sharpens, high T flattens"
-    assert spec["config"]["axis"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
+    assert {k: spec["config"]["axis"][k] for k in ("labelFontSize", "titleFontSize")} == {
+        "labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
     assert spec["config"]["legend"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
     assert spec["config"]["style"][INK] == {"stroke": "black", "fill": "black"}
+    # its own light colours, which JupyterLab's dark theme does not override (tests/test_lab_browser.py)
+    assert spec["config"]["background"] == "white" and spec["config"]["title"]["color"] == "black"
+    assert spec["config"]["style"]["guide-label"] == spec["config"]["style"]["guide-title"] == {"fill": "black"}
 
 
 def test_rounded_keeps_eight_significant_digits():

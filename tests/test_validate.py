@@ -294,18 +294,6 @@ def test_every_model_refuses_token_ids_the_same_way(model):
         m(torch.tensor([[0.0, 1.0]]))
 
 
-def test_rope_vectors_takes_one_query_and_one_key_of_one_even_length():
-    assert validate.rope_vectors(torch.zeros(8), torch.ones(8)) == 8
-    with pytest.raises(ValueError, match=r"same shape \(d,\), got shapes \(8,\) and \(6,\)"):
-        validate.rope_vectors(torch.zeros(8), torch.ones(6))
-    with pytest.raises(ValueError, match=r"shapes \(2, 8\) and \(2, 8\).*q\[0\]"):
-        validate.rope_vectors(torch.zeros(2, 8), torch.ones(2, 8))
-    with raises_saying(ValueError, MUST_BE_EVEN + ", got 7"):
-        validate.rope_vectors(torch.zeros(7), torch.ones(7))
-    with pytest.raises(TypeError, match="k has dtype torch.int64"):
-        validate.rope_vectors(torch.zeros(8), torch.ones(8, dtype=torch.long))
-
-
 @pytest.mark.parametrize("value, kind", [
     ("no", "str"), (0, "int"), (1, "int"), (None, "NoneType"), (torch.tensor(True), "torch.Tensor"),
     (np.int64(1), "numpy.int64"), (np.array([True, False]), "numpy.ndarray"),

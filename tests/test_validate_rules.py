@@ -62,7 +62,6 @@ POLICY = {
     "query_groups": ("its caller checks that the head counts are ints first (validate.integer)",
                      lambda: validate.query_groups(4, 3)),
     "token_ids": (lambda: validate.token_ids(_t(1, 2), 5), lambda: validate.token_ids(torch.tensor([[7]]), 5)),
-    "rope_vectors": (lambda: validate.rope_vectors([1.0], _t(2)), lambda: validate.rope_vectors(_t(3), _t(3))),
 }
 #: The tests behind the rules, for a caller that words its own message: they return None and raise nothing.
 TESTS = {

@@ -8,15 +8,16 @@ each, and each has a plain Python function that computes what its chart shows, w
 compare with the chart.
 """
 
-from . import _explorer, _rope
+from . import _explorer, _stretch
 from ._average import average_explorer, average_view
 from ._contextual import contextual_explorer, contextual_view
 from ._explorer import Explorer, rounded
 from ._heads import heads_explorer, heads_view
 from ._induction import induction_explorer, induction_view
 from ._masks import mask_explorer, mask_view
-from ._rope import rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
+from ._rope import rope_offset_explorer, rope_offset_view
 from ._speculative import speculative_explorer, speculative_view
+from ._stretch import stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
 from ._tiles import tile_walk_explorer, tile_walk_view
 
@@ -24,7 +25,7 @@ from ._tiles import tile_walk_explorer, tile_walk_view
 #: What an explorer's output is (chapter 2): Vega-Lite 5, which JupyterLab 4, Colab and the website draw.
 MIME_TYPE = _explorer.MIME_TYPE
 #: The methods whose frequencies the stretch explorer draws, named as in chapter 11's table (chapter 11).
-STRETCH_METHODS = _rope.STRETCH_METHODS
+STRETCH_METHODS = _stretch.STRETCH_METHODS
 
 __all__ = [
     "MIME_TYPE", "Explorer", "rounded",

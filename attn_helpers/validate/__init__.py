@@ -31,7 +31,6 @@ from ._modules import (
     module_input,
     module_mask,
     query_groups,
-    rope_vectors,
     token_ids,
 )
 from ._numbers import (
@@ -67,7 +66,6 @@ __all__ = [
     "head_width",
     "query_groups",
     "even_int",
-    "rope_vectors",
     "token_ids",
     "flag",
     "probabilities",

@@ -6,7 +6,6 @@ from typing import Any
 
 import torch
 
-from ._numbers import even_int
 from ._tensors import as_float_tensor
 
 
@@ -86,16 +85,6 @@ def head_inputs(head: Any, x: object, mask: object) -> None:
     module_input(x, "x", head.d_model, head.W_q.weight.dtype, min_dim=2)
     t = x.shape[-2]
     module_mask(mask, (*x.shape[:-2], t, t))
-
-
-def rope_vectors(q: object, k: object) -> int:
-    """One query and one key to rotate: float tensors of one shape ``(d,)``, d even. Returns d (chapter 11)."""
-    as_float_tensor(q, "q")
-    as_float_tensor(k, "k")
-    if q.dim() != 1 or q.shape != k.shape:
-        raise ValueError(f"q and k must be one query and one key, two vectors of the same shape (d,), got shapes "
-                         f"{tuple(q.shape)} and {tuple(k.shape)}. Take one row of each, e.g. q[0] and k[0].")
-    return even_int(q.shape[0], "d, the length of q and k")
 
 
 def token_ids(tokens: object, vocab_size: int) -> tuple[int, int]:
