@@ -16,6 +16,7 @@ from ._heads import heads_explorer, heads_view
 from ._masks import mask_explorer, mask_view
 from ._rope import rope_offset_explorer, rope_offset_view, stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
+from ._tile_figure import plot_tile_walk
 from ._tiles import tile_walk_explorer, tile_walk_view
 
 # The two constants are named here, with their comments, so that the API page documents them under their chapters.
@@ -31,6 +32,6 @@ __all__ = [
     "contextual_explorer", "contextual_view",  # chapter 3
     "heads_explorer", "heads_view",  # chapter 5
     "mask_explorer", "mask_view",  # chapter 7
-    "tile_walk_explorer", "tile_walk_view",  # chapter 10
+    "tile_walk_explorer", "tile_walk_view", "plot_tile_walk",  # chapter 10
     "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11
 ]
