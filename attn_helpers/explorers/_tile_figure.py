@@ -57,7 +57,7 @@ def plot_tile_walk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: i
         for a, row in enumerate(view["scores"]):
             for b, s in enumerate(row):
                 grid.text(tile.cols.start + b + 0.5, tile.rows.start + a + 0.5, "−∞" if s == -float("inf") else
-                          f"{s:.1f}", ha="center", va="center", fontsize=9)
+                          f"{s:.1f}".replace("-", "−"), ha="center", va="center", fontsize=9)
         grid.set_xticks(range(0, t_k + 1, block_k))
         grid.set_yticks(range(0, t_q + 1, block_q))
         grid.set_xlabel("key", fontsize=11)
