@@ -140,24 +140,22 @@ def _factors(view: dict) -> tuple[str, str]:
 
 def _walk_data(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
                causal: bool) -> dict[str, pd.DataFrame]:
-    """Every step of the walk as rounded rows: ``rows`` per query (m, ℓ), ``outs`` per query and dimension (output,
-    exact), ``ghosts`` and ``ghost_outs`` the step before for the tile's queries, ``scores`` each computed score with
-    its tile, ``captions`` per step, and ``exact`` the exact output on its own."""
+    """Every step of the walk as rounded rows: ``rows`` per query (m, ℓ, and ``m0``, ``l0`` the step before for the
+    tile's queries that an earlier tile reached, else None), ``outs`` per query and dimension (output, exact, ``o0``
+    likewise), ``scores`` each computed score with its tile, ``captions`` per step, and ``exact`` the exact output."""
     n = tile_walk_view(q, k, v, block_q, block_k, 0, causal)["tiles"]
-    data = {name: [] for name in ("rows", "outs", "ghosts", "ghost_outs", "scores", "captions")}
+    data = {name: [] for name in ("rows", "outs", "scores", "captions")}
     for step in range(n + 1):
         view = tile_walk_view(q, k, v, block_q, block_k, step, causal)
+        before = view["before"]
         for i in (i for i, seen in enumerate(view["reached"]) if seen):
-            data["rows"].append({"step": step, "query": i, "m": rounded(view["m"][i]), "l": rounded(view["l"][i])})
+            again = view["factor"][i] is not None  # a query of the tile that an earlier tile reached: a ghost
+            data["rows"].append({"step": step, "query": i, "m": rounded(view["m"][i]), "l": rounded(view["l"][i]),
+                                 "m0": rounded(before["m"][i]) if again else None,
+                                 "l0": rounded(before["l"][i]) if again else None})
             data["outs"] += [{"step": step, "query": i, "dim": f"output {d + 1}", "o": rounded(o),
-                              "exact": rounded(e)}
+                              "exact": rounded(e), "o0": rounded(before["output"][i][d]) if again else None}
                              for d, (o, e) in enumerate(zip(view["output"][i], view["exact"][i], strict=True))]
-        for i in (i for i, a in enumerate(view["factor"]) if a is not None):  # the tile's queries reached before it
-            before = view["before"]
-            data["ghosts"].append({"step": step, "query": i, "m0": rounded(before["m"][i]),
-                                   "l0": rounded(before["l"][i])})
-            data["ghost_outs"] += [{"step": step, "query": i, "dim": f"output {d + 1}", "o0": rounded(o)}
-                                   for d, o in enumerate(before["output"][i])]
         tile = view["tile"]
         if tile is not None:
             data["scores"] += [{"step": step, "i": tile.rows.start + a, "j": tile.cols.start + b,
@@ -254,27 +252,29 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, data: dict[str, pd.Data
 
 def _state_charts(data: dict[str, pd.DataFrame], tile: alt.Parameter, t_q: int) -> list[alt.TopLevelMixin]:
     """Three panels, query by query, at the slider's step: m (points), ℓ (bars), output (points) and exact (ticks),
-    and, hollow or dashed in grey, where the tile's queries were before it."""
+    and, hollow or dashed, where the tile's queries were before it (one mark with the values now, so that a step
+    without such a query draws no empty mark, which screen readers would meet unlabelled)."""
     rows, outs = data["rows"], data["outs"]
     x = alt.X("query:O", scale=alt.Scale(domain=list(range(t_q))), title="query", axis=alt.Axis(labelAngle=0))
-    state = alt.Chart(rows).transform_filter(f"datum.step == {tile.name}")
-    ghost = alt.Chart(data["ghosts"]).transform_filter(f"datum.step == {tile.name}")
-    m_scale = alt.Scale(domain=_domain(rows["m"]))
-    m = state.transform_calculate(label="'m of query ' + datum.query + ': ' + format(datum.m, '.8f')").mark_point(
-        filled=True, size=50, style=INK).encode(
-        x=x, y=alt.Y("m:Q", title="m", scale=m_scale, axis=TICKS), description=alt.Description("label:N"))
-    m_before = ghost.transform_calculate(
-        label="'m of query ' + datum.query + ' before this tile: ' + format(datum.m0, '.8f')").mark_point(
-        filled=False, size=50, color=GHOST).encode(x=x, y=alt.Y("m0:Q", scale=m_scale),
-                                                   description=alt.Description("label:N"))
-    l_scale = alt.Scale(domain=_domain(rows["l"]))
-    ell = state.transform_calculate(label="'ℓ of query ' + datum.query + ': ' + format(datum.l, '.8f')").mark_bar(
-        color=STATUS["done"]).encode(
-        x=x, y=alt.Y("l:Q", title="ℓ", scale=l_scale), description=alt.Description("label:N"))
-    l_before = ghost.transform_calculate(
-        label="'ℓ of query ' + datum.query + ' before this tile: ' + format(datum.l0, '.8f')").mark_bar(
-        fillOpacity=0, stroke=GHOST, strokeWidth=1.5, strokeDash=[3, 2]).encode(
-        x=x, y=alt.Y("l0:Q", scale=l_scale), description=alt.Description("label:N"))
+
+    def now_and_before(chart: alt.Chart, now: str, before: str, name: str) -> alt.Chart:  # one datum a value shown
+        return (chart.transform_filter(f"datum.step == {tile.name}").transform_fold([now, before], as_=["when", "y"])
+                .transform_filter("datum.y !== null").transform_calculate(
+                    label=f"{name} + ' of query ' + datum.query + (datum.when == '{before}' ? ' before this tile' : '')"
+                          " + ': ' + format(datum.y, '.8f')"))
+
+    hollow = {"fillOpacity": alt.condition("datum.when == 'm0' || datum.when == 'o0'", alt.value(0), alt.value(1)),
+              "strokeDash": alt.condition("datum.when == 'm0' || datum.when == 'o0'", alt.value([2, 1]),
+                                          alt.value([1, 0]))}
+    m = now_and_before(alt.Chart(rows), "m", "m0", "'m'").mark_point(filled=True, size=50, style=INK).encode(
+        x=x, y=alt.Y("y:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
+        description=alt.Description("label:N"), **hollow)
+    ell = now_and_before(alt.Chart(rows), "l", "l0", "'ℓ'").mark_bar().encode(
+        x=x, y=alt.Y("y:Q", title="ℓ", scale=alt.Scale(domain=_domain(rows["l"]))),
+        fill=alt.condition("datum.when == 'l0'", alt.value("transparent"), alt.value(STATUS["done"])),
+        stroke=alt.condition("datum.when == 'l0'", alt.value(GHOST), alt.value("transparent")),
+        strokeDash=alt.condition("datum.when == 'l0'", alt.value([3, 2]), alt.value([1, 0])),
+        strokeWidth=alt.value(1.5), description=alt.Description("label:N"))
     values = alt.Scale(domain=_domain(outs["o"], outs["exact"]))
     dims = {"x": x, "xOffset": "dim:N", "color": alt.Color("dim:N", title=None, legend=alt.Legend(orient="bottom"))}
     ticks = alt.Chart(data["exact"]).transform_calculate(
@@ -283,18 +283,13 @@ def _state_charts(data: dict[str, pd.DataFrame], tile: alt.Parameter, t_q: int) 
                             description=alt.Description("label:N"), **dims)
     moving = alt.Chart(outs).transform_filter(f"datum.step == {tile.name}")
     gaps = moving.mark_rule(aria=False).encode(y=alt.Y("o:Q", scale=values), y2="exact:Q", **dims)
-    points = moving.transform_calculate(
-        label="datum.dim + ' of query ' + datum.query + ': ' + format(datum.o, '.8f')").mark_point(
-        filled=True, size=40).encode(y=alt.Y("o:Q", scale=values), description=alt.Description("label:N"), **dims)
-    o_before = alt.Chart(data["ghost_outs"]).transform_filter(f"datum.step == {tile.name}").transform_calculate(
-        label="datum.dim + ' of query ' + datum.query + ' before this tile: ' + format(datum.o0, '.8f')").mark_point(
-        filled=False, size=40, strokeDash=[2, 1]).encode(y=alt.Y("o0:Q", scale=values),
-                                                         description=alt.Description("label:N"), **dims)
+    points = now_and_before(alt.Chart(outs), "o", "o0", "datum.dim").mark_point(filled=True, size=40).encode(
+        y=alt.Y("y:Q", scale=values), description=alt.Description("label:N"), **dims, **hollow)
     panel = {"width": 260, "height": 70}
-    return [alt.layer(m, m_before).properties(title="running maximum m of each query (○ before the tile)", **panel),
-            alt.layer(ell, l_before).properties(title="running sum ℓ (dashed: before the tile)", **panel),
-            alt.layer(ticks, gaps, points, o_before).properties(
-                title="output (● now, ○ before the tile), exact (ticks)", **panel)]
+    return [m.properties(title="running maximum m of each query (○ before the tile)", **panel),
+            ell.properties(title="running sum ℓ (dashed: before the tile)", **panel),
+            alt.layer(ticks, gaps, points).properties(title="output (● now, ○ before the tile), exact (ticks)",
+                                                      **panel)]
 
 
 def _query_charts(rows: pd.DataFrame, outs: pd.DataFrame, pick: alt.Parameter, tile: alt.Parameter,
