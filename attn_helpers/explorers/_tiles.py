@@ -270,7 +270,7 @@ def _state_charts(data: dict[str, pd.DataFrame], tile: alt.Parameter, t_q: int) 
         x=x, y=alt.Y("y:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
         description=alt.Description("label:N"), **hollow)
     ell = now_and_before(alt.Chart(rows), "l", "l0", "'ℓ'").mark_bar().encode(
-        x=x, y=alt.Y("y:Q", title="ℓ", scale=alt.Scale(domain=_domain(rows["l"]))),
+        x=x, y=alt.Y("y:Q", title="ℓ", scale=alt.Scale(domain=_domain(rows["l"])), stack=None),
         fill=alt.condition("datum.when == 'l0'", alt.value("transparent"), alt.value(STATUS["done"])),
         stroke=alt.condition("datum.when == 'l0'", alt.value(GHOST), alt.value("transparent")),
         strokeDash=alt.condition("datum.when == 'l0'", alt.value([3, 2]), alt.value([1, 0])),
@@ -284,7 +284,8 @@ def _state_charts(data: dict[str, pd.DataFrame], tile: alt.Parameter, t_q: int) 
     moving = alt.Chart(outs).transform_filter(f"datum.step == {tile.name}")
     gaps = moving.mark_rule(aria=False).encode(y=alt.Y("o:Q", scale=values), y2="exact:Q", **dims)
     points = now_and_before(alt.Chart(outs), "o", "o0", "datum.dim").mark_point(filled=True, size=40).encode(
-        y=alt.Y("y:Q", scale=values), description=alt.Description("label:N"), **dims, **hollow)
+        y=alt.Y("y:Q", scale=values), stroke=alt.Stroke("dim:N", legend=None), description=alt.Description("label:N"),
+        **dims, **hollow)
     panel = {"width": 260, "height": 70}
     return [m.properties(title="running maximum m of each query (○ before the tile)", **panel),
             ell.properties(title="running sum ℓ (dashed: before the tile)", **panel),
