@@ -17,9 +17,14 @@
             titleColor: "#e8e8e8" },
     legend: { labelColor: "#e0e0e0", titleColor: "#e8e8e8" },
     view: { stroke: "#6a6a6a" },
-    // INK is attn_helpers.explorers._explorer.INK; the guides' styles are set there too, for JupyterLab's dark theme.
-    style: { ink: { stroke: "#e8e8e8", fill: "#e8e8e8" }, "guide-label": { fill: "#e0e0e0" },
-             "guide-title": { fill: "#e8e8e8" } },
+    style: {
+      ink: { stroke: "#e8e8e8", fill: "#e8e8e8" },  // attn_helpers.explorers._explorer.INK
+      // the guides' styles are set in _explorer.py too, for JupyterLab's dark theme
+      "guide-label": { fill: "#e0e0e0" }, "guide-title": { fill: "#e8e8e8" },
+      // attn_helpers.explorers._tiles.PALE: a veil of the dark page's colour, lighter than white's on light pages,
+      // so that blocked scores stay visible but dimmer than the others.
+      pale: { color: "#14181e", fill: "#14181e", opacity: 0.45 },
+    },
   };
   const isDark = () => document.documentElement.dataset.theme === "dark";
   // The spec's own config wins over vega-embed's: the page's colours are merged into it instead.

@@ -19,6 +19,7 @@ from ._rope import rope_offset_explorer, rope_offset_view
 from ._speculative import speculative_explorer, speculative_view
 from ._stretch import stretch_explorer, stretch_view
 from ._temperature import temperature_explorer, temperature_view
+from ._tile_figure import plot_tile_walk
 from ._tiles import tile_walk_explorer, tile_walk_view
 
 # The two constants are named here, with their comments, so that the API page documents them under their chapters.
@@ -35,7 +36,7 @@ __all__ = [
     "heads_explorer", "heads_view",  # chapter 5
     "mask_explorer", "mask_view",  # chapter 7
     "induction_explorer", "induction_view",  # chapter 8
-    "tile_walk_explorer", "tile_walk_view",  # chapter 10
+    "tile_walk_explorer", "tile_walk_view", "plot_tile_walk",  # chapter 10
     "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11
     "speculative_explorer", "speculative_view",  # chapter 12
 ]
