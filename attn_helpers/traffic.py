@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from . import validate
-
-if TYPE_CHECKING:  # ah.flash imports this module
-    from .flash import Tile
 
 __all__ = [
     "Traffic", "standard_attention", "fitted_standard_attention", "fast_memory", "paper_blocks", "fitted_blocks",
@@ -58,9 +55,10 @@ class Traffic:
             raise ValueError(f"one step of the loop holds {held:,} numbers in fast memory, more than M = {self.M:,}: "
                              "use smaller blocks (ah.traffic.fitted_blocks(M, d) gives blocks that fit).")
 
-    def state(self, tile: Tile, s: torch.Tensor, alpha: torch.Tensor, m: torch.Tensor, ell: torch.Tensor,
+    def state(self, tile: Any, s: torch.Tensor, alpha: torch.Tensor, m: torch.Tensor, ell: torch.Tensor,
               acc: torch.Tensor) -> None:
-        """What one tile of ``ah.flash.flash_forward`` leaves in fast memory: the tile's scores ``s``
+        """What one ``tile`` (an ``ah.flash.Tile``, which this module cannot import: ah.flash imports it) of
+        ``ah.flash.flash_forward`` leaves in fast memory: the tile's scores ``s``
         ``(..., B_r, B_c)``, the factor ``alpha = exp(m_old - m)`` that rescaled its rows, and their ``m``, ``ell``
         (ℓ) ``(..., B_r, 1)`` and ``acc`` ``(..., B_r, d_v)`` after the tile. Counts nothing; a subclass may keep
         them (chapter 10's explorer replays the walk from them)."""

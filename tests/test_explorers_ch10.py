@@ -257,7 +257,7 @@ def test_plot_tile_walk_draws_one_row_a_step_and_checks_its_steps():
     view = tile_walk_view(q, k, v, 2, 2, 6, causal=True)
     assert factors == [f"×{view['factor'][4]:.2f}", f"×{view['factor'][5]:.2f}"] and factors[0] == "×1.00"
     plt.close(fig)
-    with pytest.raises(ValueError, match="step must be a positive integer"):
+    with raises_saying(ValueError, "step " + POSITIVE_INTEGER):
         ah.explorers.plot_tile_walk(q, k, v, 2, 2, [0], causal=True)
     with pytest.raises(ValueError, match="steps must name at least one step"):
         ah.explorers.plot_tile_walk(q, k, v, 2, 2, [], causal=True)
