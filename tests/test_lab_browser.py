@@ -49,13 +49,16 @@ SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"wind
 TIMEOUT_MS = 90_000
 
 
+DESKTOP = {"width": 1366, "height": 900}
+
+
 @contextlib.contextmanager
-def desktop_page(playwright) -> Iterator:  # noqa: ANN001
-    """A page of 1366 x 900 in Debian's Chromium, closed with its browser when the block ends."""
+def desktop_page(playwright, viewport: dict[str, int] = DESKTOP) -> Iterator:  # noqa: ANN001
+    """A page of 1366 x 900 (or ``viewport``) in Debian's Chromium, closed with its browser when the block ends."""
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
     try:
-        yield browser.new_page(viewport={"width": 1366, "height": 900})
+        yield browser.new_page(viewport=viewport)
     finally:
         browser.close()
 
@@ -238,6 +241,52 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
     assert kernels == 0, "a kernel was running while the explorer moved"
+
+
+# Chapter 10's tile walk (the explorer issue 49 found with its top cut off on a phone) and chapter 11's two.
+CONTROLS_CHAPTERS = [ROOT / "chapters" / "10_flash_attention.ipynb", ROOT / "chapters" / "11_longer_than_trained.ipynb"]
+# The explorers in view, drawn: each with its controls (Vega's bindings) and its chart (the svg Vega draws).
+DRAWN = ("[...document.querySelectorAll('.jp-RenderedVegaLite')].filter(o => o.checkVisibility() && "
+         "o.querySelector('.vega-bindings') && o.querySelector('.vega-embed > svg, .vega-embed > canvas'))")
+# ...and where each one's controls and chart lie on the page, as [top, bottom].
+CONTROLS_AND_CHART = f"""() => {DRAWN}.map(output => {{
+    const span = e => [e.getBoundingClientRect().top, e.getBoundingClientRect().bottom];
+    return {{controls: span(output.querySelector('.vega-bindings')),
+             chart: span(output.querySelector('.vega-embed > svg, .vega-embed > canvas'))}};
+}})"""
+
+
+def vega_outputs(path: Path) -> int:
+    """How many Vega-Lite outputs (explorers) the chapter's learners' edition holds."""
+    return sum(any(t.startswith("application/vnd.vegalite") for t in out.get("data", {}))
+               for cell in learner_edition(path).cells for out in cell.get("outputs", []))
+
+
+def test_an_explorers_controls_are_above_its_chart(tmp_path):
+    """On a 390-px phone and on a desktop, every explorer of chapters 10 and 11 has its controls above its chart, as
+    on the website, so that a control and what it moves are in view together. JupyterLab's Vega renderer puts
+    them under the chart; the learners' lab's CSS (scripts/learners_lab/custom/custom.css) moves them."""
+    from explorer_browser import PHONE
+    from playwright.sync_api import sync_playwright
+
+    explorers = {path.name: vega_outputs(path) for path in CONTROLS_CHAPTERS}
+    editions = {path.name: as_text(learner_edition(path)) for path in CONTROLS_CHAPTERS}
+    seen = {}
+    with learners_lab(tmp_path, editions) as (base, token), sync_playwright() as playwright:
+        for screen, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+            with desktop_page(playwright, viewport) as page:
+                for name, count in explorers.items():
+                    page.goto(f"{base}/lab/tree/{name}?reset&token={token}")  # (reset: this notebook alone)
+                    page.wait_for_function(f"() => {DRAWN}.length >= {count}", timeout=TIMEOUT_MS)
+                    seen[screen, name] = page.evaluate(CONTROLS_AND_CHART), viewport["height"]
+    for (screen, name), (shown, height) in seen.items():
+        assert len(shown) == explorers[name], f"{name} on a {screen}: {len(shown)} explorers, not {explorers[name]}"
+        for n, explorer in enumerate(shown, 1):
+            (controls_top, controls_bottom), (chart_top, _) = explorer["controls"], explorer["chart"]
+            where = f"{name}'s explorer {n} on a {screen}"
+            assert controls_bottom <= chart_top, (f"{where}: its controls ({controls_top:.0f}-{controls_bottom:.0f} px)"
+                                                  f" are not above its chart (from {chart_top:.0f} px)")
+            assert chart_top - controls_top < height, f"{where}: its controls and its chart's top are not in one screen"
 
 
 # The WCAG contrast of every text of an explorer against its background, in the browser: [text, ratio] each.
