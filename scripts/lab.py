@@ -14,8 +14,15 @@ Validate button and its menus belong to instructors, who keep them in their own 
 jupyterlab-myst, which the editions do not need (they are plain Markdown; their display equations are
 ``equation*``, which it does not number a second time, see book_editions/plain_markdown.py). Its default
 settings (``scripts/learners_lab/settings/overrides.json``) leave the arrow keys to a focused slider or menu of an
-explorer, which JupyterLab would otherwise take for moving between cells. As root (a Docker container),
-JupyterLab needs ``--allow-root``.
+explorer, which JupyterLab would otherwise take for moving between cells. Its CSS
+(``scripts/learners_lab/custom/custom.css``) puts an explorer's controls above its chart, as the website does
+(``_static/site.css``), so that on a phone a control and what it moves are in view together: JupyterLab's own Vega
+renderer puts them under the chart, and no option of the spec moves them. The CSS applies to Vega-Lite outputs
+with controls only. JupyterLab loads custom CSS only from the Jupyter config directory (the learner's
+``~/.jupyter``), so ``scripts/learners_lab/jupyter_server_config.py`` turns it on and points the server at the
+book's file (it says how); a learner's own ``~/.jupyter/custom/custom.css`` is not loaded here. In a stock
+JupyterLab, and on Colab, the controls stay under the chart. As root (a Docker container), JupyterLab needs
+``--allow-root``.
 """
 
 from __future__ import annotations
