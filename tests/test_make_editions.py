@@ -261,6 +261,18 @@ def test_the_learners_lab_runs_as_root_and_without_nbgrader_or_jupyterlab_myst(m
     assert page["disabledExtensions"] == {"@jupyter/nbgrader": True, "jupyterlab-myst": True}
 
 
+def test_the_learners_lab_loads_the_books_css():
+    """The learners' server configuration turns JupyterLab's custom CSS on and serves the book's file from
+    scripts/learners_lab/custom/ (tests/test_lab_browser.py checks in Chromium what it does to the explorers)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(lab.LAB_CONFIG)).load_config()
+    assert config.LabApp.custom_css is True
+    folders = config.ServerApp.tornado_settings.get_value({})["static_custom_path"]
+    assert [Path(f) for f in folders] == [lab.LAB_CONFIG / "custom"]
+    assert ".jp-RenderedVegaLite" in (lab.LAB_CONFIG / "custom" / "custom.css").read_text()
+
+
 def test_launch_buttons_of_a_chapter_open_its_edition(tmp_path):
     """_ext/launch_buttons.py turns the theme's chapters/ addresses into editions/ ones (the built pages are checked
     by tests/test_links.py)."""
