@@ -21,7 +21,7 @@ renderer puts them under the chart, and no option of the spec moves them. The CS
 with controls only. JupyterLab loads custom CSS only from the Jupyter config directory (the learner's
 ``~/.jupyter``), so ``scripts/learners_lab/jupyter_server_config.py`` turns it on and points the server at the
 book's file (it says how); a learner's own ``~/.jupyter/custom/custom.css`` is not loaded here. In a stock
-JupyterLab, and on Colab, the controls stay under the chart. As root (a Docker container), JupyterLab needs
+JupyterLab the controls stay under the chart. As root (a Docker container), JupyterLab needs
 ``--allow-root``.
 """
 
