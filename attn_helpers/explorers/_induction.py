@@ -19,9 +19,10 @@ __all__ = ["induction_view", "induction_explorer"]
 #: them the same on every CPU: training through the heads' formation amplifies the last bit, and the models trained
 #: under the four kernel sets of scripts/portability.py differ in a shown weight by up to 0.66 in the repeat (an
 #: arrow's: 0.44 against 1.00) and 1.00 in the prefix. Training in float64 does not pin them either: its runs under
-#: those kernel sets part at steps 20 to 63, and by step 250 a shown weight differs by 0.05 (seed 0) to nearly 1 (seeds
-#: 1 and 2), even with the initial weights drawn in float64, the same on every set. What is the same everywhere is
-#: where the arrows go: the line above the cells says where the heads should look, the weights how much this model does.
+#: the avx2 and default sets part from the native one at steps 20 to 63, and by step 250 a shown weight differs by 0.05
+#: (seed 0) to nearly 1 (seeds 1 and 2), even with the initial weights drawn in float64, the same on every set. What
+#: is the same everywhere is where the arrows go: the line above the cells says where the heads should look, and the
+#: weights how much this model does.
 DECIMALS = 2
 #: The most held-out sequences the explorer holds (chapter 8): the spec stays small.
 MAX_SEQUENCES = 8
