@@ -32,7 +32,7 @@ CELL = re.compile(r"^position (\d+) \(([A-Z])\), (query, |earlier copy, |after t
 ARROW = re.compile(r"^layer ([12]): (?:query|position) (\d+) \(([A-Z])\) to position (\d+) \(([A-Z])\), weight "
                    r"(\d\.\d{8})$")
 SUMMARY = re.compile(r"^held-out sequence (\d), query (\d+) \(([A-Z])\): (?:no earlier copy|earlier copy at (\d+), "
-                     r"copies ([A-Z]))$")
+                     r"the letter to copy ([A-Z]))$")
 
 
 def chapter_tokens() -> torch.Tensor:
