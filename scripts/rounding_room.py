@@ -207,16 +207,18 @@ def measure(chapter: Path, configs: list) -> dict[str, list]:
 def rooms(measured: dict[str, list]) -> list[dict]:
     """Each number shown, in order: its cell, where, decimals, values per set, spread, distance and ratio."""
     runs = list(measured.values())
-    if len({len(r) for r in runs}) != 1 or any(a[:2] != b[:2] for r in runs[1:] for a, b in zip(runs[0], r)):
+    shown = [[tuple(record[:2]) for record in run] for run in runs]  # (cell, where) of each number, in order
+    if any(sequence != shown[0] for sequence in shown[1:]):
         raise RuntimeError("the kernel sets showed different sequences of numbers: compare the chapter's outputs "
                            "with scripts/portability.py first")
     numbers, seen = [], set()
-    for shown in zip(*runs, strict=True):
-        cell, where, _, decimals = shown[0]
-        values = [v for _, _, v, _ in shown]
-        if (cell, where, decimals, *values) in seen:  # the same number rounded again (an explorer's view, then its data)
+    for records in zip(*runs, strict=True):  # one number, as each kernel set computed it
+        cell, where, _, decimals = records[0]
+        values = [value for _, _, value, _ in records]
+        key = (cell, where, decimals, *values)
+        if key in seen:  # the same number rounded again (an explorer's view, then its data)
             continue
-        seen.add((cell, where, decimals, *values))
+        seen.add(key)
         spread = max(values) - min(values)
         distance = min(boundary_distance(v, decimals) for v in values)
         numbers.append({"cell": cell, "where": where, "decimals": decimals, "values": values, "spread": spread,
