@@ -6,6 +6,10 @@ is one ``MultiHeadAttention`` layer and a linear read-out with two sets of score
 vocabulary, one per answer. One head has a single softmax row per token, so it must share one
 budget of weight between the two neighbours and its output blurs them; two heads of half the
 width can each look at one neighbour.
+
+The task's inputs and models are float64 (``DTYPE``). Trained in float32, the scores and weights that chapter 5 shows
+differed between the kernel sets of scripts/portability.py by up to 1e-5, as close as that to a rounding boundary of
+their printed digits; in float64 they differ by about 1e-14 (scripts/rounding_room.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from .modules import MultiHeadAttention
 from .training import IGNORE, TrainResult, copy_task_batch, copy_task_loss, fit, torch_threads
 
 __all__ = [
+    "DTYPE",
     "LOOKBACK",
     "ANSWERS",
     "two_back_batch",
@@ -31,6 +36,7 @@ __all__ = [
     "train_head_counts",
 ]
 
+DTYPE = torch.float64  # the precision of the task's inputs and models
 LOOKBACK = (1, 2)  # answer k names the token LOOKBACK[k] places back
 ANSWERS = ("previous token", "token two back")
 
@@ -45,7 +51,7 @@ def two_back_batch(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A batch of the two-back task (chapter 5): ``(x, tokens, targets)``.
 
-    ``x`` ``(b, t, vocab_size + seq_len)``: one-hot token then one-hot position; ``tokens`` ``(b, t)``;
+    ``x`` ``(b, t, vocab_size + seq_len)``, in ``DTYPE``: one-hot token then one-hot position; ``tokens`` ``(b, t)``;
     ``targets`` ``(b, t, 2)``: ``tokens[:, i - 1]`` and ``tokens[:, i - 2]``, and ``IGNORE`` at the
     first two positions, which lack a token two back.
     """
@@ -55,14 +61,14 @@ def two_back_batch(
     for k, back in enumerate(LOOKBACK):
         targets[:, back:, k] = tokens[:, :-back]
     targets[:, : max(LOOKBACK)] = IGNORE  # score only positions that have both answers
-    return x, tokens, targets
+    return x.to(DTYPE), tokens, targets
 
 
 class TwoBackModel(nn.Module):
     """One ``MultiHeadAttention`` layer and a linear read-out, for the two-back task (chapter 5).
 
     ``d_model = vocab_size + seq_len`` whatever ``num_heads`` is, so models with 1 and 2 heads have
-    the same width and the same number of parameters. ``forward(x)`` takes ``(b, t, d_model)`` and
+    the same width and the same number of parameters, all in ``DTYPE``. ``forward(x)`` takes ``(b, t, d_model)`` and
     returns ``logits`` ``(b, t, 2, vocab_size)`` (scores for the token one back and two back) and
     the attention ``weights`` ``(b, h, t, t)``.
     """
@@ -73,6 +79,7 @@ class TwoBackModel(nn.Module):
         self.d_model = vocab_size + seq_len
         self.attn = MultiHeadAttention(self.d_model, num_heads)
         self.readout = nn.Linear(self.d_model, len(LOOKBACK) * vocab_size)
+        self.to(DTYPE)  # the initial weights drawn as in float32, then held in float64
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out, weights = self.attn(x)  # (b, t, d_model), (b, h, t, t)

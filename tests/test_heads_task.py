@@ -7,6 +7,7 @@ from messages import DOES_NOT_DIVIDE
 
 import attn_helpers as ah
 from attn_helpers.heads_task import (
+    DTYPE,
     TwoBackModel,
     train_head_counts,
     train_two_back,
@@ -31,6 +32,20 @@ def test_models_of_one_and_two_heads_have_the_same_width_and_parameters():
     assert sum(p.numel() for p in one.parameters()) == sum(p.numel() for p in two.parameters())
     logits, weights = two(two_back_batch(3)[0])
     assert logits.shape == (3, 8, 2, 8) and weights.shape == (3, 2, 8, 8)
+
+
+def test_the_task_and_its_models_are_float64_with_the_initial_weights_float32_draws():
+    # float64 keeps the CPUs' last-bit differences far below the digits chapter 5 prints (scripts/rounding_room.py)
+    assert DTYPE == torch.float64 and two_back_batch(2)[0].dtype == DTYPE
+    torch.manual_seed(0)
+    model = TwoBackModel(2)
+    torch.manual_seed(0)
+    drawn = ah.MultiHeadAttention(16, 2)  # the same draws as a float32 module
+    assert all(p.dtype == DTYPE for p in model.parameters())
+    assert torch.equal(model.attn.W_q.weight, drawn.W_q.weight.double())
+    assert model(two_back_batch(2)[0])[0].dtype == DTYPE
+    with pytest.raises(TypeError, match=r"query\.double\(\)"):  # a float32 batch gets a clear error
+        model(two_back_batch(2)[0].float())
 
 
 # That two heads learn the task and one head of the same width does not is asserted by chapter 5 on its own

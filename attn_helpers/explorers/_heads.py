@@ -19,13 +19,12 @@ __all__ = ["heads_view", "heads_explorer"]
 PANELS = ("1 head", "2 heads: head 0", "2 heads: head 1", "2 heads: average")
 #: The panels that are one head's softmax, whose rows the explorer opens (the average is not a softmax).
 HEADS = PANELS[:3]
-#: The decimals the explorer keeps of each weight (chapter 5). Trained weights differ in their last bits between
-#: CPUs (up to about 5e-6 under the kernel sets of scripts/portability.py); rounded to two decimals, as the chapter's
-#: figure and prose show them, they are the same everywhere, and a third decimal would teach nothing more.
+#: The decimals the explorer keeps of each weight (chapter 5): two, as the chapter's figure and prose show them; a
+#: third would teach nothing more. Trained weights differ in their last bits between CPUs; the two-back models are
+#: float64 (``heads_task.DTYPE``), which keeps that far below the second decimal (scripts/rounding_room.py measures it).
 DECIMALS = 2
-#: The decimals it keeps of each score, for the same reason (the chapter's scores, rounded so, are the same under
-#: the four kernel sets). A picked row's arithmetic starts from these scores, so its weights can differ from the
-#: cells' (the model's, to two decimals) by a few thousandths.
+#: The decimals it keeps of each score, for the same reason. A picked row's arithmetic starts from these scores, so
+#: its weights can differ from the cells' (the model's, to two decimals) by a few thousandths.
 SCORE_DECIMALS = 2
 #: The most tokens (two panels of eight columns of 16 px fit a phone) and sequences (the spec stays small) it
 #: shows (chapter 5).
