@@ -10,22 +10,26 @@ generates with chapter 9's greedy decoding and works as a target or a draft for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from . import validate
 from .flash import flash_forward
 from .inference import GroupedQueryAttention, KVCache, TinyDecoder, grouped_query_attention
 from .masks import causal_mask
 from .position import rope
+from .speculative import speculative_generate
 from .text import Corpus, batch
 from .training import fit
 
-__all__ = ["Attention", "Block", "CharLM", "LMResult", "train_lm", "val_loss"]
+__all__ = ["Attention", "Block", "CharLM", "LMResult", "val_loss", "train_lm", "train_draft", "PROMPT", "Speculation",
+           "speculate"]
 
 
 class Attention(GroupedQueryAttention):
@@ -142,13 +146,12 @@ def val_loss(model: nn.Module, corpus: Corpus, context: int = 64, n: int = 32, s
 
 
 def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = 64, batch_size: int = 32,
-             lr: float = 3e-3, every: int = 50, progress: Callable[[int, float], None] | None = None,
-             **sizes: int) -> LMResult:
+             lr: float = 3e-3, every: int = 50, progress: bool = False, **sizes: int) -> LMResult:
     """Train a :class:`CharLM` (``sizes``: its keyword arguments) to predict each next character of random windows
     of ``corpus.train`` (chapter 13).
 
     Adam through :func:`~attn_helpers.training.fit` (one thread); ``seed`` fixes the initial weights and the
-    batches. ``progress(step, loss)`` is called after every step (a progress bar, say).
+    batches. With ``progress``, a tqdm bar counts the steps.
     """
     every = validate.integer(every, "every", minimum=1)
     torch.manual_seed(seed)
@@ -162,8 +165,42 @@ def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = 64,
     def after_step(step: int, loss: float) -> None:
         if step % every == 0:
             result.val_losses.append(val_loss(model, corpus, context))
-        if progress is not None:
-            progress(step, loss)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        bar.update()
 
-    result.losses = fit(model, batch_loss, steps, lr, after_step)
+    with tqdm(total=validate.integer(steps, "steps", minimum=1), desc="training", file=sys.stdout,
+              disable=not validate.flag(progress, "progress"), ncols=80, mininterval=0.5) as bar:
+        result.losses = fit(model, batch_loss, steps, lr, after_step)
     return result
+
+
+def train_draft(corpus: Corpus, seed: int = 0, steps: int = 300, d_model: int = 32, n_layers: int = 1,
+                progress: bool = False) -> LMResult:
+    """A draft model for speculative decoding (chapter 13): a :class:`CharLM` of one narrow layer, trained as
+    :func:`train_lm` trains the target, for fewer steps."""
+    return train_lm(corpus, seed=seed, steps=steps, d_model=d_model, n_layers=n_layers, progress=progress)
+
+
+PROMPT = "ROMEO:\n"  #: the prompt chapter 13 generates from: a speaker's name opens a speech (chapter 13)
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """What :func:`speculate` measured (chapter 13): whether speculative decoding wrote the target's own greedy text,
+    the share of drafted characters the target accepted, and the target's passes with and without a draft."""
+
+    same: bool
+    acceptance: float
+    target_passes: int
+    greedy_passes: int
+
+
+def speculate(target: CharLM, draft: CharLM, corpus: Corpus, prompt: str = PROMPT, n_new: int = 200, k: int = 4
+              ) -> Speculation:
+    """Chapter 12's greedy speculative decoding of ``n_new`` characters after ``prompt``, ``k`` drafts a round,
+    compared with the target's own greedy decoding (one pass per character after the prompt's) (chapter 13)."""
+    ids = corpus.encode(prompt)[None]  # (1, t)
+    run = speculative_generate(target, draft, ids, n_new, k)
+    greedy, _ = target.generate(ids, n_new)  # (1, t + n_new)
+    return Speculation(torch.equal(run.tokens, greedy), sum(run.accepted) / (k * len(run.accepted)),
+                       run.target_passes, n_new)

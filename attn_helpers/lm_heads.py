@@ -38,9 +38,10 @@ def previous_token_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     return _table(weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3)))  # (layers, h)
 
 
-def repeated(tokens: torch.Tensor) -> torch.Tensor:
-    """Each row of ``tokens`` ``(b, m)`` written twice: ``(b, 2m)`` (chapter 13)."""
-    return torch.cat([tokens, tokens], dim=1)
+def repeated(corpus: Corpus, n: int = 16, m: int = 32, seed: int = 99) -> torch.Tensor:
+    """``n`` fixed passages of ``m`` validation characters, each written twice: ``(n, 2m)`` (chapter 13)."""
+    passages = held_out(corpus, n, m, seed)  # (n, m)
+    return torch.cat([passages, passages], dim=1)  # (n, 2m)
 
 
 def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
@@ -54,7 +55,7 @@ def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     m = t // 2
     if t % 2 or not torch.equal(tokens[:, :m], tokens[:, m:]):
         raise ValueError("tokens must be passages written twice, (b, 2m) with tokens[:, :m] == tokens[:, m:]; "
-                         "make them with repeated(passages).")
+                         "make them with repeated(corpus).")
     weights = torch.stack(model.attention_weights(tokens))  # (layers, b, h, t, t)
     i = torch.arange(m - 1)
     return _table(weights[..., m + i, i + 1].mean(dim=(1, 3)))  # (layers, h)

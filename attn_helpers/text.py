@@ -47,8 +47,10 @@ class Corpus:
         return torch.tensor([index[c] for c in text], dtype=torch.long)
 
     def decode(self, ids: torch.Tensor) -> str:
-        """The string of 1-D character ids."""
-        return "".join(self.chars[i] for i in validate.token_ids(ids, self.vocab).reshape(-1).tolist())
+        """The string of character ids ``(t,)`` or ``(1, t)``."""
+        ids = ids.reshape(1, -1) if isinstance(ids, torch.Tensor) else ids
+        validate.token_ids(ids, self.vocab)
+        return "".join(self.chars[i] for i in ids[0].tolist())
 
 
 def load_shakespeare(val_share: float = 0.1) -> Corpus:
