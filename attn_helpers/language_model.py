@@ -28,8 +28,10 @@ from .speculative import speculative_generate
 from .text import Corpus, batch
 from .training import fit
 
-__all__ = ["Attention", "Block", "CharLM", "LMResult", "val_loss", "train_lm", "train_draft", "PROMPT", "Speculation",
-           "speculate"]
+__all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "train_lm", "train_draft", "PROMPT",
+           "Speculation", "speculate"]
+
+CONTEXT = 64  #: the characters of a training window: the positions the model is trained on (chapter 13)
 
 
 class Attention(GroupedQueryAttention):
@@ -137,7 +139,7 @@ class LMResult:
 
 
 @torch.no_grad()
-def val_loss(model: nn.Module, corpus: Corpus, context: int = 64, n: int = 32, seed: int = 1234) -> float:
+def val_loss(model: nn.Module, corpus: Corpus, context: int = CONTEXT, n: int = 32, seed: int = 1234) -> float:
     """Mean cross-entropy (nats per character) of ``model`` on ``n`` fixed windows of the validation text
     (chapter 13)."""
     x, y = batch(corpus.val, n, context, torch.Generator().manual_seed(seed))  # (n, t) each
@@ -145,7 +147,7 @@ def val_loss(model: nn.Module, corpus: Corpus, context: int = 64, n: int = 32, s
     return float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
 
 
-def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = 64, batch_size: int = 32,
+def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = CONTEXT, batch_size: int = 32,
              lr: float = 3e-3, every: int = 50, progress: bool = False, **sizes: int) -> LMResult:
     """Train a :class:`CharLM` (``sizes``: its keyword arguments) to predict each next character of random windows
     of ``corpus.train`` (chapter 13).
@@ -195,11 +197,13 @@ class Speculation:
     greedy_passes: int
 
 
-def speculate(target: CharLM, draft: CharLM, corpus: Corpus, prompt: str = PROMPT, n_new: int = 200, k: int = 4
-              ) -> Speculation:
-    """Chapter 12's greedy speculative decoding of ``n_new`` characters after ``prompt``, ``k`` drafts a round,
-    compared with the target's own greedy decoding (one pass per character after the prompt's) (chapter 13)."""
+def speculate(target: CharLM, draft: CharLM, corpus: Corpus, prompt: str = PROMPT, n_new: int | None = None,
+              k: int = 4) -> Speculation:
+    """Chapter 12's greedy speculative decoding of ``n_new`` characters after ``prompt`` (by default up to the
+    ``CONTEXT`` positions the models were trained on), ``k`` drafts a round, compared with the target's own greedy
+    decoding, which runs one pass per new character (chapter 13)."""
     ids = corpus.encode(prompt)[None]  # (1, t)
+    n_new = CONTEXT - ids.shape[1] if n_new is None else validate.integer(n_new, "n_new", minimum=1)
     run = speculative_generate(target, draft, ids, n_new, k)
     greedy, _ = target.generate(ids, n_new)  # (1, t + n_new)
     return Speculation(torch.equal(run.tokens, greedy), sum(run.accepted) / (k * len(run.accepted)),

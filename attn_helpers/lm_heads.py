@@ -12,15 +12,17 @@ import copy
 
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from . import validate
-from .language_model import CharLM, val_loss
+from .language_model import CONTEXT, CharLM, val_loss
 from .text import Corpus, batch
 
-__all__ = ["held_out", "previous_token_scores", "repeated", "induction_scores", "without_head", "ablation_losses"]
+__all__ = ["held_out", "previous_token_scores", "repeated", "induction_scores", "copy_losses", "without_head",
+           "ablation_losses"]
 
 
-def held_out(corpus: Corpus, n: int = 16, context: int = 64, seed: int = 99) -> torch.Tensor:
+def held_out(corpus: Corpus, n: int = 16, context: int = CONTEXT, seed: int = 99) -> torch.Tensor:
     """``n`` fixed windows ``(n, context)`` of the validation text (chapter 13)."""
     return batch(corpus.val, n, context, torch.Generator().manual_seed(seed))[0]
 
@@ -38,7 +40,7 @@ def previous_token_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     return _table(weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3)))  # (layers, h)
 
 
-def repeated(corpus: Corpus, n: int = 16, m: int = 32, seed: int = 99) -> torch.Tensor:
+def repeated(corpus: Corpus, n: int = 16, m: int = CONTEXT // 2, seed: int = 99) -> torch.Tensor:
     """``n`` fixed passages of ``m`` validation characters, each written twice: ``(n, 2m)`` (chapter 13)."""
     passages = held_out(corpus, n, m, seed)  # (n, m)
     return torch.cat([passages, passages], dim=1)  # (n, 2m)
@@ -59,6 +61,19 @@ def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     weights = torch.stack(model.attention_weights(tokens))  # (layers, b, h, t, t)
     i = torch.arange(m - 1)
     return _table(weights[..., m + i, i + 1].mean(dim=(1, 3)))  # (layers, h)
+
+
+@torch.no_grad()
+def copy_losses(model: CharLM, tokens: torch.Tensor) -> tuple[float, float]:
+    """The model's mean loss on the first and on the second copy of passages written twice (chapter 13).
+
+    ``tokens`` ``(b, 2m)`` as :func:`repeated` makes them. The first copy's loss is over characters 1 … m-1 (the first
+    has nothing before it), the second's over characters m+1 … 2m-1 (the copy's first character cannot be known).
+    """
+    m = tokens.shape[1] // 2
+    logits, _ = model(tokens[:, :-1])  # (b, 2m - 1, vocab): the prediction of characters 1 … 2m-1
+    per_char = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (b, 2m - 1)
+    return per_char[:, :m - 1].mean().item(), per_char[:, m:].mean().item()
 
 
 def without_head(model: CharLM, layer: int, head: int) -> CharLM:

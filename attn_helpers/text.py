@@ -8,6 +8,7 @@ model must beat, the unigram (character counts) and the bigram (counts of each c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from . import validate
 from .glove import CHECKSUMS, data_dir, sha256_of
 
-__all__ = ["TEXT_FILE", "TextDataError", "Corpus", "load_shakespeare", "batch", "ngram_loss"]
+__all__ = ["TEXT_FILE", "TextDataError", "Corpus", "load_shakespeare", "batch", "ngram_loss", "baselines"]
 
 TEXT_FILE = "tinyshakespeare.txt"  #: the shipped text, in ``data/`` (chapter 13)
 
@@ -102,3 +103,8 @@ def ngram_loss(corpus: Corpus, n: int) -> float:
     log_p = (pairs / pairs.sum(dim=1, keepdim=True)).log()  # (V, V): each row a distribution over the next character
     return float(-log_p[val[:-1], val[1:]].mean())
 
+
+def baselines(corpus: Corpus) -> dict[str, float]:
+    """The validation losses a language model must beat (chapter 13): ``uniform`` (log of the vocabulary),
+    ``unigram`` and ``bigram`` (:func:`ngram_loss`), in nats per character."""
+    return {"uniform": math.log(corpus.vocab), "unigram": ngram_loss(corpus, 1), "bigram": ngram_loss(corpus, 2)}

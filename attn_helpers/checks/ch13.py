@@ -21,19 +21,18 @@ CONTEXT = 64  #: exercise ex-ch13-predict: the characters whose keys and values 
 
 def cache_bytes(answer: object) -> None:
     """Exercise ex-ch13-predict: bytes of the KV cache of the chapter's model after ``CONTEXT`` characters, float32."""
-    attn = CharLM(2).blocks[0].attn  # the chapter's sizes: CharLM's defaults
-    layers, g, h, d_k, per = len(CharLM(2).blocks), attn.num_kv_heads, attn.num_heads, attn.d_k, 4
+    model = CharLM(2)  # the chapter's sizes: CharLM's defaults
+    layers, g, d_k, per = len(model.blocks), model.blocks[0].attn.num_kv_heads, model.blocks[0].attn.d_k, 4
     right = 2 * layers * g * d_k * per * CONTEXT
     check_value(answer, right, "cache_bytes", {
         "twice the answer: the query heads share key/value heads (grouped-query attention), so the cache holds "
             "g heads of keys and values, not h; or a float32 number was counted as 8 bytes.": 2 * right,
         "half the answer: the cache holds keys AND values, in every layer, each number 4 bytes (float32).": right // 2,
-        "eight times the answer: that counts bits, not bytes.": 8 * right,
-        "a quarter of the answer: keys and values, in each of the layers, are all cached.": right // 4,
+        "eight times the answer: that counts bits, not bytes; or it gives every query head keys and values of its "
+            "own and counts 8 bytes a number.": 8 * right,
+        "a quarter of the answer: that counts numbers, where a float32 number takes 4 bytes; or it leaves out "
+            "the values and one of the layers.": right // 4,
         "that is one character's share: the cache holds every character seen so far.": right // CONTEXT,
-        "that counts numbers; the question asks for bytes (float32: 4 bytes a number).": right // per,
-        "that is what a cache with a key/value head per query head would hold, in bits or in 8-byte numbers.":
-            2 * layers * h * d_k * per * CONTEXT * 4,
     }, atol=0.5, rtol=0)
 
 
