@@ -28,8 +28,7 @@ def cache_bytes(answer: object) -> None:
         "twice the answer: the query heads share key/value heads (grouped-query attention), so the cache holds "
             "g heads of keys and values, not h; or a float32 number was counted as 8 bytes.": 2 * right,
         "half the answer: the cache holds keys AND values, in every layer, each number 4 bytes (float32).": right // 2,
-        "eight times the answer: that counts bits, not bytes; or it gives every query head keys and values of its "
-            "own and counts 8 bytes a number.": 8 * right,
+        "eight times the answer: that counts bits, not bytes.": 8 * right,
         "a quarter of the answer: that counts numbers, where a float32 number takes 4 bytes; or it leaves out "
             "the values and one of the layers.": right // 4,
         "that is one character's share: the cache holds every character seen so far.": right // CONTEXT,
@@ -98,7 +97,7 @@ def loss_without_function(fn: Callable[[CharLM, Corpus, int, int], float], model
 
 # ------------------------------------------------------------------ ex-ch13-sample
 
-_TEMPERATURES, _N_NEW = (1.0, 0.5, 2.0), 12
+_TEMPERATURES, _N_NEW = (1.0, 0.3, 3.0), 40
 
 
 def _sampler(scale: Callable[[torch.Tensor, float], torch.Tensor], greedy: bool = False):
@@ -121,11 +120,10 @@ _REFERENCE = _sampler(lambda z, T: z / T)
 _MISTAKES = {
     "the temperature divides the logits (a low temperature sharpens the distribution); multiplying by it does the "
     "opposite.": _sampler(lambda z, T: z * T),
-    "the temperature is not used: divide the logits by it before the softmax.": _sampler(lambda z, T: z),
+    "the temperature is not used: divide the logits by it before the softmax (dividing the probabilities after "
+    "it, which are normalised again, changes nothing).": _sampler(lambda z, T: z),
     "that is greedy decoding: draw the character from the distribution instead of taking its most likely one.":
         _sampler(lambda z, T: z / T, greedy=True),
-    "the temperature divides the logits, not the probabilities after the softmax.": _sampler(
-        lambda z, T: torch.log(torch.softmax(z, dim=-1) / T)),
 }
 
 
