@@ -28,9 +28,9 @@ def held_out(corpus: Corpus, n: int = 16, context: int = CONTEXT, seed: int = 99
 
 
 def _table(scores: torch.Tensor) -> pd.DataFrame:
-    """A ``(layers, heads)`` tensor as a table: rows "layer 1" …, columns "head 0" …"""
-    return pd.DataFrame(scores.double().numpy(), index=[f"layer {i + 1}" for i in range(scores.shape[0])],
-                        columns=[f"head {j}" for j in range(scores.shape[1])])
+    """A ``(layers, heads)`` tensor as a table: rows layers 1 …, columns "head 0" …"""
+    index = pd.Index(range(1, scores.shape[0] + 1), name="layer")
+    return pd.DataFrame(scores.double().numpy(), index=index, columns=[f"head {j}" for j in range(scores.shape[1])])
 
 
 def previous_token_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:

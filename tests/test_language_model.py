@@ -94,4 +94,4 @@ def test_without_head_zeroes_one_heads_columns_in_a_copy(model, corpus):
         lm_heads.without_head(model, 0, 0)
     rises = lm_heads.ablation_losses(model, corpus)
     assert rises.shape == (2, 4)
-    assert abs(rises.loc["layer 2", "head 3"] - (lm.val_loss(ablated, corpus) - lm.val_loss(model, corpus))) < 1e-9
+    assert abs(rises.loc[2, "head 3"] - (lm.val_loss(ablated, corpus) - lm.val_loss(model, corpus))) < 1e-9

@@ -133,7 +133,7 @@ def sample_function(fn: Callable[..., torch.Tensor], model: CharLM, prompt: torc
     hook = model.register_forward_pre_hook(lambda _, args: lengths.append(args[0].shape[1]))
     try:
         for temperature in _TEMPERATURES:
-            given = f"prompt of {prompt.shape[1]} characters, n_new={_N_NEW}, temperature={temperature}"
+            given = f"a prompt of {prompt.shape[1]} characters, {_N_NEW} new ones, at temperature {temperature}"
             lengths.clear()
             answer = call(fn, model, prompt, _N_NEW, temperature, torch.Generator().manual_seed(7), name="sample",
                           given=given)
@@ -149,7 +149,7 @@ def sample_function(fn: Callable[..., torch.Tensor], model: CharLM, prompt: torc
 
 def _check_sample(answer: object, expected: torch.Tensor, model: CharLM, prompt: torch.Tensor, temperature: float,
                   passes: list[int]) -> None:
-    name = f"sample(..., temperature={temperature})"
+    name = f"sample at temperature {temperature}"
     if not isinstance(answer, torch.Tensor) or answer.dtype != torch.long:
         raise CheckFailed(f"{name} should return a tensor of character ids (torch.long), got "
                           f"{getattr(answer, 'dtype', type(answer).__name__)}.")

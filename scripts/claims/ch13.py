@@ -23,7 +23,8 @@ def _trained(seed: int) -> ah.language_model.LMResult:
 
 
 def _final(seed: int) -> dict[str, object]:
-    return {"final": _trained(seed).val_losses[-1], "baselines": ah.text.baselines(_corpus())}
+    *_, final = _trained(seed).val_losses  # the last validation loss
+    return {"final": final, "baselines": ah.text.baselines(_corpus())}
 
 
 @functools.cache
@@ -45,7 +46,7 @@ def _heads(seed: int) -> dict[str, object]:
 
 CLAIMS = [
     Claim(13, "final < 1.95", _final),
-    Claim(13, 'final < baselines["bigram"] - 0.5', _final),
+    Claim(13, 'baselines["bigram"] - final > 0.5', _final),
     Claim(13, "spec.acceptance > 0.1", _speculation),
     Claim(13, "spec.target_passes < 0.85 * spec.greedy_passes", _speculation),
     Claim(13, "best_previous > 0.3", _heads),
