@@ -53,7 +53,7 @@ def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     ``tokens`` ``(b, 2m)``: passages of m characters, each written twice (:func:`repeated`). Query ``m + i`` (the copy
     of character i) is scored on key ``i + 1``, for i = 0 … m-2: where an induction head looks.
     """
-    b, t = validate.token_ids(tokens, model.vocab).shape
+    b, t = validate.token_ids(tokens, model.vocab)
     m = t // 2
     if t % 2 or not torch.equal(tokens[:, :m], tokens[:, m:]):
         raise ValueError("tokens must be passages written twice, (b, 2m) with tokens[:, :m] == tokens[:, m:]; "

@@ -21,7 +21,7 @@ def weights_and_labels():
 def test_the_view_is_the_heads_weights_rounded(weights_and_labels):
     weights, _ = weights_and_labels
     view = lm_heads_view(weights, 2, 3, 10, decimals=None)
-    assert torch.allclose(torch.tensor(view["weights"]), weights[1][0, 3].double(), atol=1e-12)
+    assert torch.allclose(torch.tensor(view["weights"], dtype=torch.float64), weights[1][0, 3].double(), atol=1e-12)
     assert view["row"] == view["weights"][10][:11] and view["top_weight"] == max(view["row"])
     rounded = lm_heads_view(weights, 2, 3, 10)
     assert all(x == round(x, 2) for row in rounded["weights"] for x in row)

@@ -50,8 +50,8 @@ CLAIMS = [
     Claim(13, "spec.acceptance > 0.1", _speculation),
     Claim(13, "spec.target_passes < 0.85 * spec.greedy_passes", _speculation),
     Claim(13, "best_previous > 0.3", _heads),
-    Claim(13, "best_induction > 0.15", _heads),
-    Claim(13, "second_copy < 0.8 * first_copy", _heads),
-    Claim(13, "rises.max().max() > 0.02", _heads),
+    Claim(13, "best_induction > 0.1", _heads),
+    Claim(13, "second_copy < 0.9 * first_copy", _heads),
+    Claim(13, "rises.max().max() > 0.01", _heads),
     Claim(13, "rises.min().min() > -0.02", _heads),
 ]
