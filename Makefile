@@ -11,17 +11,19 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # book's modules and rewrite its tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 # Tests in a browser, and of the built website (test_explorer_chNN_browser.py: each chapter's explorers): they run
-# after build-strict, not with the unit tests. The
-# learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as test_browser.py does.
-SITE_TESTS := tests/test_links.py $(wildcard tests/test_*browser.py)
+# after build-strict, not with the unit tests; so does test_editions_match_site.py (the editions' numbers are the
+# built website's). The learners' JupyterLab test (test_lab_browser.py) needs no built site, but a browser, as
+# test_browser.py does.
+SITE_TESTS := tests/test_links.py tests/test_editions_match_site.py $(wildcard tests/test_*browser.py)
 # pytest over the tests and chapters: two processes (one per core), each with one torch thread (two threads
 # in each of two processes would only contend for the two cores; the outputs are the same, as nbval shows).
 # Whole files are handed out in collection order, which tests/conftest.py sorts longest first.
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q -p no:cacheprovider
 # Where the website is built: BOOK_OUT/_build/html (scripts/bench.py builds elsewhere from clean).
 BOOK_OUT ?= .
-# The chapters (make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one).
-CHAPTERS ?= $(sort $(wildcard chapters/[0-9][0-9]_*.ipynb))
+# The chapters, as _toc.yml lists them (scripts/book_toc.py, the one answer; read when a recipe uses them).
+# make refresh CHAPTERS=chapters/04_queries_keys_values.ipynb re-executes one.
+CHAPTERS ?= $(shell $(PY) scripts/book_toc.py)
 # make book: jupyter-cache fills Jupyter Book's execution cache, one kernel per core (one torch thread each),
 # before the build, which then finds every chapter cached; a chapter whose code did not change is not
 # executed again.
@@ -109,7 +111,7 @@ browser: $(STAMP) $(NODE_STAMP)  ## check the built website (internal links, eve
 bench: $(STAMP)  ## time make test, unit tests, website builds, each chapter alone, import, ah.attention and ah.softmax, GloVe loading
 	$(PY) scripts/bench.py $(BENCH_ARGS)
 
-# make lab: the learners' editions of the chapters (scripts/make_editions.py) go into LAB_DIR, the learner's own
+# make lab: the learners' editions of the chapters (scripts/lab.py, book_editions.learners.LAB) go into LAB_DIR, the learner's own
 # folder (git ignores it); a copy the learner edited is kept, and the fresh edition goes beside it.
 LAB_DIR ?= my-notebooks
 lab: $(STAMP)  ## make the learners' editions into my-notebooks/ (your edited copies are kept) and open JupyterLab there

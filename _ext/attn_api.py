@@ -3,8 +3,11 @@
 ``api.md`` holds the marker line ``% attn-helpers-api``. When Sphinx reads that page, the marker is
 replaced by three parts, all generated from the package:
 
-- **Chapter by chapter**: for each chapter, every public name whose docstring names that chapter, module by
-  module, each linked to its reference entry; then the names used by every chapter. That is every name in
+- **Chapter by chapter**: for each chapter, what it introduces (the public names whose docstring names it
+  first) and what else it uses (the names of earlier chapters that its code reads, ``ah.attention(...)``, or
+  whose docstring names it again), module by module, each linked to its reference entry; then the names used
+  by every chapter. A chapter whose code reads a name before the chapter its docstring names first stops the
+  build with both. That is every name in
   ``__all__`` of every public module, not only the top level. The chapters come from the "(chapter N)" of the
   first paragraph of each docstring (for a constant, its ``#:`` comment, or without one its module's
   docstring): "(chapter 1; mask in chapter 7)" lists a name under both, "(chapters 6-7)" under each, and an
@@ -26,6 +29,7 @@ on the page each label becomes a numbered link, "Exercise 3.1", as the chapters 
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -33,6 +37,7 @@ import pkgutil
 import re
 from pathlib import Path
 
+import book_toc  # scripts/, on the path as a local extension of _config.yml (and in the tests, pyproject.toml)
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
 
@@ -124,14 +129,64 @@ def chapter_index(package: str = PACKAGE) -> dict[int | str, dict[str, list[str]
 
 
 def chapter_titles(root: Path) -> dict[int, tuple[str, str]]:
-    """``{N: (docname, title)}`` for the chapters in ``root/chapters``, each title its notebook's first heading."""
+    """``{N: (docname, title)}`` for the chapters of ``root/_toc.yml``, each title its notebook's first heading."""
     titles = {}
-    for path in sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    for number, path in enumerate(book_toc.chapters(root), start=1):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         heading = next(line for cell in cells if cell["cell_type"] == "markdown"
                        for line in "".join(cell["source"]).splitlines() if line.startswith("# "))
-        titles[int(path.name[:2])] = (f"chapters/{path.stem}", heading[2:].strip())
+        titles[number] = (f"chapters/{path.stem}", heading[2:].strip())
     return titles
+
+
+def introduced_in(index: dict[int | str, dict[str, list[str]]]) -> dict[tuple[str, str], int | str]:
+    """``{(module, name): chapter}``: the first chapter whose list has the name (``EVERY`` for one used by every
+    chapter and no chapter of its own); a later chapter that names it uses it again."""
+    first: dict[tuple[str, str], int | str] = {}
+    for chapter in sorted((c for c in index if c != EVERY), key=int):
+        for module, names in index[chapter].items():
+            for name in names:
+                first.setdefault((module, name), chapter)
+    return first
+
+
+def code_uses(path: Path, package: str = PACKAGE) -> set[tuple[str, str]]:
+    """``{(module, name)}``: the public names a chapter notebook's code reads, ``ah.attention(...)``,
+    ``ah.cost.time_call``, each under the public module whose ``__all__`` has it."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    root = importlib.import_module(package)
+    modules = {m: importlib.import_module(m) for m in public_modules(package)}
+    exported = {}  # a top-level name -> the public module that defines it
+    for module, mod in modules.items():
+        for name in getattr(mod, "__all__", []):
+            if name in root.__all__ and getattr(mod, name) is getattr(root, name):
+                exported.setdefault(name, module)
+    to_python = TransformerManager().transform_cell  # IPython's magics as the Python they run
+    used = set()
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse(to_python("".join(cell["source"])))
+        aliases = {a.asname or a.name: a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for a in node.names if a.name.split(".")[0] == package} or {"ah": package}
+        for node in ast.walk(tree):
+            chain = []
+            while isinstance(node, ast.Attribute):
+                chain.insert(0, node.attr)
+                node = node.value
+            if not (isinstance(node, ast.Name) and node.id in aliases and chain):
+                continue
+            dotted = aliases[node.id].split(".") + chain
+            for cut in range(len(dotted) - 1, 0, -1):  # the longest public module, then a name in its __all__
+                module, name = ".".join(dotted[:cut]), dotted[cut]
+                if module == package and name in exported:
+                    used.add((exported[name], name))
+                    break
+                if module in modules and name in getattr(modules[module], "__all__", []):
+                    used.add((module, name))
+                    break
+    return used
 
 
 def names_line(module: str, names: list[str]) -> str:
@@ -140,21 +195,43 @@ def names_line(module: str, names: list[str]) -> str:
     return f"- `{module[len(PACKAGE) + 1:]}`: {links}"
 
 
-def chapter_section(titles: dict[int, tuple[str, str]], package: str = PACKAGE) -> str:
-    """MyST Markdown: for each chapter, its names module by module (its self-checks last); then the shared ones."""
+def chapter_section(titles: dict[int, tuple[str, str]], package: str = PACKAGE,
+                    uses: dict[int, set[tuple[str, str]]] | None = None) -> str:
+    """MyST Markdown: for each chapter, the names it introduces and the others it uses (``uses``, by chapter: the
+    names its code reads, :func:`code_uses`), module by module, its self-checks last; then the shared ones.
+    Raises ValueError for a name a chapter's code reads before the chapter its docstring names first."""
     index = chapter_index(package)
     unknown = sorted(set(index) - set(titles) - {EVERY})
     if unknown:
         where = {f"{m}.{n}" for c in unknown for m, names in index[c].items() for n in names}
         raise ValueError(f"docstrings name chapters the book does not have, {unknown}: {sorted(where)}")
+    first = introduced_in(index)
+    shared = {(m, n) for m, names in index.get(EVERY, {}).items() for n in names}
+    public = [(m, n) for m in public_modules(package) for n in importlib.import_module(m).__all__]
     parts = ["## Chapter by chapter\n"]
     for number, (docname, title) in sorted(titles.items()):
         modules = index.get(number, {})
         if not modules:
             raise ValueError(f"no docstring of {package} names chapter {number}: add '(chapter {number})' to them.")
-        rows = [names_line(m, names) for m, names in sorted(modules.items(), key=lambda m: (".checks." in m[0], m[0]))]
-        parts.append(f"### Chapter {number}: {title}\n\nThe code {{doc}}`the chapter <{docname}>` uses, module by "
-                     "module, its exercises' self-checks last:\n\n" + "\n".join(rows) + "\n")
+        code = (uses or {}).get(number, set()) - shared
+        ahead = sorted(f"{m}.{n} (chapter {first[m, n]})" for m, n in code if first[m, n] != EVERY
+                       and first[m, n] > number)
+        if ahead:
+            raise ValueError(f"chapter {number}'s code uses {', '.join(ahead)} before the chapter its docstring names "
+                             f"first: add chapter {number} to the docstring's '(chapter N)'.")
+        named = {(m, n) for m, names in modules.items() for n in names}
+        new, used = {}, {}
+        for module, name in public:
+            if (module, name) in named or (module, name) in code:
+                (new if first[module, name] == number else used).setdefault(module, []).append(name)
+        order = lambda m: (".checks." in m[0], m[0])  # noqa: E731  (its exercises' self-checks last)
+        section = f"### Chapter {number}: {title}\n\nWhat {{doc}}`the chapter <{docname}>` introduces, module by module"
+        section += (", its exercises' self-checks last:\n\n" + "\n".join(names_line(m, n) for m, n in sorted(
+            new.items(), key=order)) + "\n") if new else ": nothing new; it builds on earlier chapters' code.\n"
+        if used:
+            section += ("\nWhat else it uses, introduced in an earlier chapter:\n\n"
+                        + "\n".join(names_line(m, n) for m, n in sorted(used.items(), key=order)) + "\n")
+        parts.append(section)
     rows = [names_line(m, names) for m, names in sorted(index.get(EVERY, {}).items())]
     parts.append("### Used by every chapter\n\nThe modules whose docstring says they serve every chapter, and the "
                  "names whose own docstring says so (\"chapter 4 onwards\"):\n\n" + "\n".join(rows) + "\n")
@@ -199,8 +276,12 @@ def insert_modules(app: Sphinx, docname: str, source: list[str]) -> None:
         path = getattr(importlib.import_module(name), "__file__", None)
         if path:
             app.env.note_dependency(path)
+    titles = chapter_titles(Path(app.srcdir))
+    uses = {n: code_uses(Path(app.srcdir) / f"{docname}.ipynb") for n, (docname, _) in titles.items()}
+    for docname, _ in titles.values():  # rebuild the page when a chapter's code changes
+        app.env.note_dependency(str(Path(app.srcdir) / f"{docname}.ipynb"))
     sections = "\n".join([
-        chapter_section(chapter_titles(Path(app.srcdir))),
+        chapter_section(titles, uses=uses),
         top_level_section(),
         "## Module by module\n",
         *(module_section(n) for n in names),

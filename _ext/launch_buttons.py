@@ -27,6 +27,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import book_toc  # scripts/, on the path as a local extension of _config.yml (and in the tests, pyproject.toml)
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ConfigError
@@ -76,6 +77,11 @@ EDITIONS = "editions"            # the folder of learners' editions, beside chap
 OPENS_A_NOTEBOOK = ("Binder", "JupyterHub", "Colab", "Deepnote", "JupyterLite")
 
 
+def chapter_pages(app: Sphinx) -> list[str]:
+    """The chapters' page names (``chapters/01_weighted_average``), as ``_toc.yml`` lists them."""
+    return [f"chapters/{p.stem}" for p in book_toc.chapters(Path(app.srcdir))]
+
+
 def edition_url(url: str, pagename: str) -> str:
     """``url`` (a launch button's address for the chapter page ``pagename``) opening its learners' edition."""
     chapter = f"{pagename}.ipynb"                                        # chapters/01_weighted_average.ipynb
@@ -84,7 +90,7 @@ def edition_url(url: str, pagename: str) -> str:
 
 def point_to_editions(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """After the theme has built the launch buttons of a chapter page, point them at the chapter's edition."""
-    if not pagename.startswith("chapters/"):
+    if pagename not in chapter_pages(app):
         return
     groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
     buttons = [b for g in groups for b in g.get("buttons", []) if b.get("text") in OPENS_A_NOTEBOOK]
@@ -106,7 +112,7 @@ def download_edition(app: Sphinx, pagename: str, templatename: str, context: dic
     The edition is copied into the site, to ``editions/NN_slug.ipynb``, by :func:`copy_editions`. A page whose
     source is a notebook gets two buttons with that file from the theme (notebook and source): one is kept."""
     edition = Path(app.srcdir) / EDITIONS / f"{Path(pagename).name}.ipynb"
-    if not pagename.startswith("chapters/") or not edition.is_file():
+    if pagename not in chapter_pages(app) or not edition.is_file():
         return  # point_to_editions warns of a chapter without an edition
     url = context["pathto"](f"{EDITIONS}/{edition.name}", 1)
     for group in (b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"):
@@ -128,8 +134,8 @@ def copy_editions(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     target = Path(app.outdir) / EDITIONS
-    for doc in sorted(d for d in app.env.found_docs if d.startswith("chapters/")):
-        edition = Path(app.srcdir) / EDITIONS / f"{Path(doc).name}.ipynb"
+    for chapter in book_toc.chapters(Path(app.srcdir)):
+        edition = Path(app.srcdir) / EDITIONS / chapter.name
         if edition.is_file():
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(edition, target / edition.name)
@@ -148,7 +154,7 @@ def mark_downloads(app: Sphinx, exception: Exception | None) -> None:
     """Give each chapter page's download button its ``download`` attribute (:func:`with_download_attribute`)."""
     if exception is not None or app.builder.format != "html":
         return
-    for doc in sorted(d for d in app.env.found_docs if d.startswith("chapters/")):
+    for doc in chapter_pages(app):
         page = Path(app.outdir) / f"{doc}.html"
         if page.is_file():
             html = page.read_text(encoding="utf-8")

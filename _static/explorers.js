@@ -17,7 +17,14 @@
             titleColor: "#e8e8e8" },
     legend: { labelColor: "#e0e0e0", titleColor: "#e8e8e8" },
     view: { stroke: "#6a6a6a" },
-    style: { ink: { stroke: "#e8e8e8", fill: "#e8e8e8" } },  // attn_helpers.explorers._explorer.INK
+    style: {
+      ink: { stroke: "#e8e8e8", fill: "#e8e8e8" },  // attn_helpers.explorers._explorer.INK
+      // the guides' styles are set in _explorer.py too, for JupyterLab's dark theme
+      "guide-label": { fill: "#e0e0e0" }, "guide-title": { fill: "#e8e8e8" },
+      // attn_helpers.explorers._tiles.PALE: a veil of the dark page's colour, lighter than white's on light pages,
+      // so that blocked scores stay visible but dimmer than the others.
+      pale: { color: "#14181e", fill: "#14181e", opacity: 0.45 },
+    },
   };
   const isDark = () => document.documentElement.dataset.theme === "dark";
   // The spec's own config wins over vega-embed's: the page's colours are merged into it instead.
@@ -55,7 +62,8 @@
     block.appendChild(view);
     const dark = isDark();
     spec.config = merged(spec.config || {}, dark ? DARK : LIGHT);
-    const result = await vegaEmbed(view, spec, { renderer: "svg", actions: false });
+    // vega-embed's options, as JupyterLab gets them: attn_helpers.explorers._explorer.EMBED_OPTIONS, on the page.
+    const result = await vegaEmbed(view, spec, JSON.parse(block.dataset.embedOptions));
     for (const [name, value] of Object.entries(settings)) result.view.signal(name, value);
     if (Object.keys(settings).length) await result.view.runAsync();
     block.explorerView = result.view;

@@ -13,17 +13,25 @@ __all__ = ["softmax", "attention", "loop_attention", "safe_softmax", "apply_mask
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Numerically stable softmax of ``x`` along ``dim`` (chapter 2).
+    """Numerically stable softmax of ``x`` along ``dim`` (chapters 1-2).
 
     Subtracts the maximum of each slice before ``exp``, so large scores cannot overflow.
     Entries equal to ``-inf`` (masked positions) get weight 0; a slice that is entirely
     ``-inf`` has nothing to attend to and gets all zeros instead of NaN.
     Takes and returns a tensor of any shape (a 0-d tensor is one slice of one score).
     """
-    dim = validate.softmax_dim(x, dim)  # a clear error for a bad input or dim
+    dim = _softmax_dim(x, dim)  # a clear error for a bad input or dim
     if x.numel() == 0:
         return x.clone()
     return safe_softmax(x, dim)
+
+
+def _softmax_dim(x: object, dim: object) -> int:
+    """The checks of :func:`softmax`: ``x`` a float tensor, ``dim`` one of its dimensions; returns ``dim`` as an int."""
+    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
+        validate.as_float_tensor(x, "x")  # raises the TypeError that says what x must be
+    n = max(x.dim(), 1)  # a 0-d tensor has one dimension to softmax over, as in torch.softmax
+    return validate.integer(dim, "dim", minimum=-n, maximum=n - 1, why="a dimension of x, -1 for the last")
 
 
 def safe_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7).
+"""Measuring what attention costs: timing, FLOPs, tensor memory and log-log slopes (chapters 6-7; the API page
+lists the later chapters whose code uses it).
 
 The versions of attention it measures, :func:`attn_helpers.attention` and the pure-Python
 :func:`attn_helpers.loop_attention`, live side by side in the attention module; this one holds the measuring tools.
@@ -128,7 +129,7 @@ class TensorMemoryTracker(dispatch_mode_base()):
 
 
 def peak_tensor_memory(fn: Callable[..., object], *args: object) -> int:
-    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapter 7)."""
+    """Peak bytes of tensors that ``fn(*args)`` creates, counted by :class:`TensorMemoryTracker` (chapters 6-7)."""
     with torch.no_grad(), TensorMemoryTracker() as tracker:
         result = fn(*args)
     del result
@@ -250,7 +251,9 @@ def plot_flops(table: pd.DataFrame, d: int) -> plt.Figure:
     Top: the FLOPs of the projections and of attention against t on log-log axes. Bottom: attention's
     share of the layer's FLOPs. A dotted line marks ``t = 2d``, where the two are equal. Returns the Figure.
     """
-    if not isinstance(table, pd.DataFrame) or not {"projections", "attention"} <= set(table.columns):
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"plot_flops needs the DataFrame of measure_flops, got {type(table).__name__}.")
+    if not {"projections", "attention"} <= set(table.columns):
         raise ValueError("plot_flops needs the DataFrame of measure_flops, with columns 'projections' and 'attention'.")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 7.2), sharex=True)
     plot_loglog(table[["projections", "attention"]], "FLOPs per layer", "Where the FLOPs of one layer go", ax=top)
@@ -292,7 +295,10 @@ def loglog_slope(t: Sequence[float], y: Sequence[float], min_t: float = 0) -> fl
 
 def plot_loglog(table: pd.DataFrame, ylabel: str, title: str, ax: plt.Axes | None = None) -> plt.Axes:
     """One line per column of ``table`` (indexed by t) on log-log axes (chapter 7). Returns the Axes."""
-    if not isinstance(table, pd.DataFrame) or table.empty:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"plot_loglog needs a DataFrame indexed by t, one column per method, got "
+                        f"{type(table).__name__}.")
+    if table.empty:
         raise ValueError("plot_loglog needs a non-empty DataFrame indexed by t, one column per method.")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))

@@ -124,6 +124,7 @@ def flash_forward(
             p = torch.exp(s - finite_or_zero(m_new))  # (..., B_r, B_c), 0 where blocked
             alpha = torch.exp(m_i - finite_or_zero(m_new))  # rescales what was summed against the old maximum
             l_i, acc, m_i = alpha * l_i + p.sum(dim=-1, keepdim=True), alpha * acc + p @ v_j, m_new
+            traffic.state(tile, s, alpha, m_i, l_i, acc)  # for a counter that records the walk
         o_i = acc / torch.where(l_i == 0, torch.ones_like(l_i), l_i)  # (..., B_r, d_v); 0 for a query with no key
         L_i = m_i + torch.log(l_i)  # (..., B_r, 1): log-sum-exp of the scores, -inf for a query with no key
         outputs, lses = [*outputs, o_i.to(dtype)], [*lses, L_i]

@@ -23,12 +23,13 @@ import pandas as pd
 import torch
 from torch import nn
 
+from . import validate
 from .attention import attention
 from .cost import flops_by_operator, time_call
 from .masks import causal_mask
 from .position import rope
 from .training import torch_threads
-from .validate import as_float_tensor, flag, head_width, integer, sizes_list, token_ids
+from .validate import as_float_tensor, flag, head_width, integer, query_groups, sizes_list, token_ids
 
 __all__ = [
     "KVCache",
@@ -100,16 +101,17 @@ def grouped_query_attention(
             raise ValueError(f"{name} must have shape (b, heads, t, d), got {tuple(x.shape)}.")
     b, h, t_q, d_k = q.shape  # attention() below checks dtypes and values
     g, t_k = k.shape[1], k.shape[2]
-    if v.shape[1] != g or h % g:
-        raise ValueError(
-            f"{h} query heads cannot share {k.shape[1]} key heads and {v.shape[1]} value heads: keys and "
-            f"values need the same number g of heads, and g must divide h."
-        )
+    if v.shape[1] != g:
+        raise ValueError(f"keys have {g} heads and values {v.shape[1]}: keys and values need the same number g of "
+                         f"heads, one value head per key head.")
+    groups = query_groups(h, g)  # h/g query heads per key/value head
     if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dim() > 2:
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a torch.Tensor (t_q, t_k) = {(t_q, t_k)}, got {type(mask).__name__}.")
+        if mask.dim() > 2:
             raise ValueError(f"mask must be a (t_q, t_k) = {(t_q, t_k)} tensor, got {getattr(mask, 'shape', mask)}.")
-        mask = mask.expand(t_q, t_k).repeat(h // g, 1)  # (h/g · t_q, t_k): the same mask for each stacked head
-    stacked = q.reshape(b, g, h // g * t_q, d_k)  # (b, g, h/g · t_q, d_k): a group's query heads, one under another
+        mask = mask.expand(t_q, t_k).repeat(groups, 1)  # (h/g · t_q, t_k): the same mask for each stacked head
+    stacked = q.reshape(b, g, groups * t_q, d_k)  # (b, g, h/g · t_q, d_k): a group's query heads, one under another
     out, weights = attention(stacked, k, v, mask)  # (b, g, h/g · t_q, d_v), (b, g, h/g · t_q, t_k)
     return out.reshape(b, h, t_q, -1), weights.reshape(b, h, t_q, t_k)
 
@@ -134,11 +136,8 @@ class GroupedQueryAttention(nn.Module):
         self.num_heads = integer(num_heads, "num_heads", minimum=1)
         self.num_kv_heads = num_heads if num_kv_heads is None else integer(num_kv_heads, "num_kv_heads", minimum=1)
         self.d_k = head_width(self.d_model, self.num_heads, self.num_kv_heads)
-        if rope and self.d_k % 2:
-            raise ValueError(
-                f"RoPE rotates the features of a head in pairs, so d_k = d_model / num_heads must be even, got "
-                f"{self.d_k}. Choose other sizes, or pass rope=False for a layer without positions."
-            )
+        if rope:
+            validate.even_int(self.d_k, "d_k = d_model / num_heads", otherwise="pass rope=False for no positions")
         self.rope = flag(rope, "rope")
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=False)

@@ -51,10 +51,14 @@ def plot_memory_layout(tensors: Mapping[str, torch.Tensor], title: str = "Memory
     (red) the jump to the next row: steps of 1 for a contiguous tensor, of the stride after a
     ``transpose``. Returns the Figure.
     """
-    if not isinstance(tensors, Mapping) or not tensors:
+    if not isinstance(tensors, Mapping):
+        raise TypeError(f"plot_memory_layout takes a dict {{name: tensor}}, got {type(tensors).__name__}.")
+    if not tensors:
         raise ValueError("plot_memory_layout takes a non-empty dict {name: tensor}.")
     for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor) or t.dim() < 1:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name!r} must be a tensor, got {type(t).__name__}.")
+        if t.dim() < 1:
             raise ValueError(f"{name!r} must be a tensor with at least one dimension.")
         if storage_size(t) > MAX_CELLS:
             raise ValueError(

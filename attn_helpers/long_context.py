@@ -75,9 +75,32 @@ def rope_with_frequencies(x: torch.Tensor, theta: torch.Tensor,
 
 def _angles(x: torch.Tensor, positions: torch.Tensor | Sequence[int] | None, theta: torch.Tensor) -> torch.Tensor:
     """``p θ_i`` for every row p of ``x`` and pair i, ``(t, d/2)``, after checking the inputs."""
-    t, d = validate.rope_inputs(x, positions, theta)
+    t, d = _rope_inputs(x, positions, theta)
     p = torch.arange(t, dtype=torch.float64) if positions is None else torch.as_tensor(positions).double()
     return p[:, None] * theta.double()  # (t, d/2)
+
+
+def _rope_inputs(x: object, positions: object, theta: object) -> tuple[int, int]:
+    """The checks of RoPE with given frequencies: ``x`` ``(..., t, d)``, positions ``(t,)`` or None, theta ``(d/2,)``.
+
+    Returns ``(t, d)`` (chapter 11).
+    """
+    validate.as_float_tensor(x, "x", min_dim=2)
+    t, d = x.shape[-2], validate.even_int(x.shape[-1], "the last dimension of x")
+    if not isinstance(theta, torch.Tensor) or not torch.is_floating_point(theta):
+        raise TypeError(f"theta must be a float tensor of d/2 = {d // 2} frequencies, one per pair of features, "
+                        f"got {getattr(theta, 'dtype', type(theta).__name__)}.")
+    if theta.shape != (d // 2,):
+        raise ValueError(f"theta must hold d/2 = {d // 2} frequencies, one per pair of features, got shape "
+                         f"{tuple(theta.shape)}.")
+    if positions is not None:
+        p = torch.as_tensor(positions)
+        if p.dtype == torch.bool or torch.is_complex(p):
+            raise TypeError(f"positions must be numbers, one per row of x, got dtype {p.dtype}.")
+        if p.shape != (t,):
+            raise ValueError(f"positions must hold t = {t} numbers, one per row of x, got shape {tuple(p.shape)}. "
+                             f"For 0, 1, …, t-1 leave it out.")
+    return t, d
 
 
 def alibi_slopes(h: int) -> torch.Tensor:

@@ -34,7 +34,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     **True = a real token** (the "allowed" convention). To use it as a key mask for scores of
     shape ``(b, t_q, t_k)`` write ``mask[:, None, :]``; for ``(b, h, t_q, t_k)``, ``mask[:, None, None, :]``.
     """
-    lengths = validate.lengths_list(lengths)  # a clear error for anything but whole numbers >= 0
+    lengths = _lengths_list(lengths)  # a clear error for anything but whole numbers >= 0
     longest = max(lengths)
     max_len = longest if max_len is None else validate.integer(max_len, "max_len", minimum=1)
     if longest > max_len:
@@ -46,8 +46,26 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     return positions[None, :] < torch.tensor(lengths)[:, None]  # (b, t)
 
 
+def _lengths_list(lengths: object) -> list[int]:
+    """Sequence lengths (a list, tuple, 1-D integer tensor or array) as a non-empty list of ints >= 0 (chapter 7)."""
+    if isinstance(lengths, torch.Tensor) or hasattr(lengths, "dtype"):
+        kind = str(getattr(lengths, "dtype", ""))
+        if "float" in kind or "bool" in kind or "complex" in kind:
+            raise TypeError(f"lengths must be whole numbers, got a tensor of dtype {lengths.dtype}: pass a list of "
+                            f"ints or an integer tensor, e.g. lengths.long().")
+        if getattr(lengths, "ndim", None) != 1:
+            raise ValueError(f"lengths must be a 1-D integer tensor or a list of ints, got a tensor of shape "
+                             f"{tuple(lengths.shape)}: one length per sequence.")
+        lengths = lengths.tolist()
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence):
+        raise TypeError(f"lengths must be a list of sequence lengths, got {lengths!r} ({type(lengths).__name__}).")
+    if len(lengths) == 0:
+        raise ValueError("lengths must be a non-empty list of sequence lengths, got an empty one.")
+    return [validate.integer(n, "every length", minimum=0) for n in lengths]
+
+
 def causal_mask(t_q: int, t_k: int | None = None) -> torch.Tensor:
-    """The causal (look-back-only) mask, bool ``(t_q, t_k)``, **True = may attend** (chapter 7).
+    """The causal (look-back-only) mask, bool ``(t_q, t_k)``, **True = may attend** (chapters 6-7).
 
     With ``t_k = t_q`` (the default) query ``i`` may attend keys ``0 … i``: the lower triangle.
     When ``t_q < t_k`` the queries are taken to be the *last* ``t_q`` positions of the ``t_k``
@@ -97,7 +115,7 @@ def _to_allowed(mask: torch.Tensor, source: str) -> torch.Tensor:
 def convert_mask(
     mask: torch.Tensor, source: str, target: str, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """Rewrite ``mask`` from one convention to another, keeping its shape (chapter 7).
+    """Rewrite ``mask`` from one convention to another, keeping its shape (chapters 6-7).
 
     ``source`` and ``target`` are each ``"allowed"`` (bool, True = may attend), ``"blocked"``
     (bool, True = blocked) or ``"additive"`` (float, 0 or -inf). An additive result has ``dtype``.

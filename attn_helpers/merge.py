@@ -57,7 +57,10 @@ def merge_partials(
     every shard has ``m_i = -inf`` the result is ``(-inf, 0, 0)`` rather than NaN.
     """
     parts = list(parts)
-    if not parts or any(not isinstance(p, tuple) or len(p) != 3 for p in parts):
+    if any(not isinstance(p, tuple) for p in parts):
+        raise TypeError("merge_partials takes a list of (m, l, o) triples from partial_attention, got "
+                        f"{', '.join(sorted({type(p).__name__ for p in parts}))} in it.")
+    if not parts or any(len(p) != 3 for p in parts):
         raise ValueError("merge_partials takes a non-empty list of (m, l, o) triples from partial_attention.")
     shapes = {(tuple(m.shape), tuple(ell.shape), tuple(o.shape[:-1])) for m, ell, o in parts}
     if len(shapes) != 1:

@@ -82,7 +82,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         key = query if key is None else key
         value = key if value is None else value
-        validate.multi_head_inputs(self, query, key, value, mask)  # a clear error for any bad input
+        _multi_head_inputs(self, query, key, value, mask)  # a clear error for any bad input
         unbatched = query.dim() == 2
         if unbatched:  # (t, d_model) -> (1, t, d_model)
             query, key, value = query[None], key[None], value[None]
@@ -97,3 +97,40 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}"
+
+
+def _multi_head_inputs(mha: MultiHeadAttention, query: object, key: object, value: object, mask: object) -> None:
+    """The checks of ``MultiHeadAttention.forward``: ``(t, d_model)`` or ``(b, t, d_model)`` inputs, one mask."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        validate.as_float_tensor(x, name)
+        if x.dim() not in (2, 3):
+            raise ValueError(
+                f"{name} must have shape (t, d_model) or (b, t, d_model), got {tuple(x.shape)}. "
+                f"Add a batch dimension with x.unsqueeze(0), or flatten extra leading dimensions."
+            )
+        validate.module_input(x, name, mha.d_model, mha.W_q.weight.dtype)
+    if not query.dim() == key.dim() == value.dim():
+        raise ValueError(
+            f"query, key and value must all be batched (3-D) or all unbatched (2-D); got shapes "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}."
+        )
+    unbatched = query.dim() == 2
+    b_q, b_k, b_v = (1, 1, 1) if unbatched else (query.shape[0], key.shape[0], value.shape[0])
+    if not b_q == b_k == b_v:
+        raise ValueError(
+            f"query, key and value hold different numbers of sequences (batch sizes "
+            f"{b_q}, {b_k}, {b_v}); they must be equal."
+        )
+    validate.key_value_tokens(key, value, "key", "value")
+    if isinstance(mask, torch.Tensor) and unbatched and mask.dim() == 4:
+        raise ValueError(
+            f"a 4-D mask {tuple(mask.shape)} needs batched (b, t, d_model) input; "
+            f"for a single sequence use a (t_q, t_k) or (h, t_q, t_k) mask."
+        )
+    if isinstance(mask, torch.Tensor) and not unbatched and mask.dim() == 3 and mask.shape[0] != 1:
+        raise ValueError(
+            f"a 3-D mask {tuple(mask.shape)} is ambiguous for batched input: the weights "
+            f"have shape (b, h, t_q, t_k). Write mask[:, None] for one mask per sequence "
+            f"(b, 1, t_q, t_k) or mask[None] for one per head (1, h, t_q, t_k)."
+        )
+    validate.module_mask(mask, (b_q, mha.num_heads, query.shape[-2], key.shape[-2]))

@@ -77,8 +77,7 @@ def retrieval_task(n: int, t: int = 6, n_symbols: int = 16, d_v: int = 8, p_abse
                             (("n", n), ("t", t), ("n_symbols", n_symbols), ("d_v", d_v)))
     if n_symbols <= t:
         raise ValueError(f"n_symbols={n_symbols} must exceed t={t}, or no query could miss every key.")
-    if not 0.0 <= p_absent <= 1.0:
-        raise ValueError(f"p_absent is a probability, between 0 and 1; got {p_absent!r}.")
+    p_absent = validate.real(p_absent, "p_absent", at_least=0, at_most=1, why="a probability")
     gen = torch.Generator().manual_seed(seed)
     order = torch.rand(n, n_symbols, generator=gen).argsort(dim=1)  # a random permutation per example
     keys = order[:, :t]  # (n, t): distinct symbols

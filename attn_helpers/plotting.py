@@ -83,7 +83,9 @@ def plot_heads(
     (default ``"head 0"``, ``"head 1"``, …). At most ``ncols`` panels per row (default 2, so that
     the figure fits a book column); weights are written in the cells when ``annotate`` is true.
     """
-    if not isinstance(weights, torch.Tensor) or weights.dim() != 3:
+    if not isinstance(weights, torch.Tensor):
+        raise TypeError(f"plot_heads takes weights, a tensor of shape (h, t, t); got {type(weights).__name__}.")
+    if weights.dim() != 3:
         raise ValueError(f"plot_heads takes weights of shape (h, t, t); got {getattr(weights, 'shape', weights)}.")
     ncols = validate.integer(ncols, "ncols", minimum=1)
     w = weights.detach().cpu().float()

@@ -23,22 +23,13 @@ if TYPE_CHECKING:
 __all__ = ["frequencies", "sinusoidal_encoding", "rope", "is_permutation_equivariant", "plot_score_by_offset"]
 
 
-def _even_width(d: int, what: str) -> None:
-    if d % 2:
-        raise ValueError(
-            f"{what} needs an even number of features, got d={d}: the features are used in pairs "
-            f"(2i, 2i+1), one pair per frequency. Use an even d (e.g. {d + 1})."
-        )
-
-
 def _check_base(base: float) -> float:
     return validate.real(base, "base", above=1.0, why="the papers use 10000")
 
 
 def frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """The d/2 angular frequencies ``θ_i = base^(-2i/d)``, i = 0 … d/2 - 1, shape ``(d/2,)`` (chapter 8)."""
-    d = validate.integer(d, "d", minimum=1)
-    _even_width(d, "frequencies")
+    d = validate.even_int(d, "d")
     base = _check_base(base)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
 
@@ -61,7 +52,9 @@ def _positions(positions: torch.Tensor | Sequence[int] | None, t: int) -> torch.
     if positions is None:
         return torch.arange(t, dtype=torch.float64)
     p = torch.as_tensor(positions)
-    if torch.is_complex(p) or p.dtype == torch.bool or p.dim() != 1 or len(p) != t:
+    if torch.is_complex(p) or p.dtype == torch.bool:
+        raise TypeError(f"positions must be real numbers, one per token; got dtype {p.dtype}.")
+    if p.dim() != 1 or len(p) != t:
         raise ValueError(
             f"positions must be a 1-D sequence of t={t} numbers, one per token; got "
             f"{tuple(p.shape)} of dtype {p.dtype}. For the usual 0, 1, …, t-1 leave it out."
@@ -78,8 +71,7 @@ def rope(x: torch.Tensor, positions: torch.Tensor | Sequence[int] | None = None,
     queries and the keys (not the values): then ``rope(q, [m]) · rope(k, [n])`` depends on n - m only.
     """
     x = as_float_tensor(x, "x", min_dim=2)
-    t, d = x.shape[-2], x.shape[-1]
-    _even_width(d, "rope")
+    t, d = x.shape[-2], validate.even_int(x.shape[-1], "d, the last dimension of x")
     angles = _positions(positions, t)[:, None] * frequencies(d, base)  # (t, d/2)
     cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]  # (..., t, d/2): the two coordinates of each pair
@@ -103,7 +95,10 @@ def is_permutation_equivariant(
         raise ValueError(f"X must be one sequence of shape (t, d) with t >= 2, got {tuple(X.shape)}.")
     trials = validate.integer(trials, "trials", minimum=1)
     Y = fn(X)
-    if not isinstance(Y, torch.Tensor) or Y.shape[:1] != X.shape[:1]:
+    if not isinstance(Y, torch.Tensor):
+        raise TypeError(f"fn must return a tensor, got {type(Y).__name__}. If it returns (outputs, weights), wrap "
+                        f"it: lambda X: f(X)[0].")
+    if Y.shape[:1] != X.shape[:1]:
         raise ValueError(
             f"fn must return a tensor with one row per token, shape (t, ...) with t={X.shape[0]}; "
             f"got {getattr(Y, 'shape', type(Y).__name__)}. If it returns (outputs, weights), wrap it: "

@@ -28,7 +28,9 @@ __all__ = [
 
 
 def _check_dims(dims: Sequence[int]) -> list[int]:
-    if isinstance(dims, (int, str)) or len(dims) == 0:
+    if isinstance(dims, str) or not hasattr(dims, "__len__"):
+        raise TypeError(f"dims must be a list of dimensions such as [2, 4, 8], got {dims!r}.")
+    if len(dims) == 0:
         raise ValueError(f"dims must be a non-empty list of dimensions such as [2, 4, 8], got {dims!r}.")
     return [validate.integer(d, "every dimension in dims", minimum=1) for d in dims]
 
@@ -74,8 +76,7 @@ def entropy(weights: torch.Tensor, dim: int = -1) -> torch.Tensor:
     It is log t for uniform weights and 0 when all the weight sits on one key.
     """
     w = as_float_tensor(weights, "weights")
-    if not -w.dim() <= dim < w.dim():
-        raise ValueError(f"dim={dim} is out of range for weights of shape {tuple(w.shape)}.")
+    dim = validate.integer(dim, "dim", minimum=-w.dim(), maximum=w.dim() - 1, why="a dimension of weights")
     if (w < 0).any():
         raise ValueError("weights must be non-negative; entropy needs softmax outputs, not scores.")
     sums = w.sum(dim=dim)

@@ -77,7 +77,7 @@ class RingCache:
     def write(self, k_new: torch.Tensor, v_new: torch.Tensor, n: int) -> RingCache:
         """A cache with token n's key and value ``(b, g, 1, d_k)`` in slot :func:`ring_slot` ``(n)``; the tokens
         come in order, n = 0, 1, 2, …"""
-        n = validate.ring_write(self, k_new, v_new, n)
+        n = _ring_write(self, k_new, v_new, n)
         slot = torch.tensor([ring_slot(n, self.window, self.sinks)])
         return RingCache(self.k.index_copy(2, slot, k_new), self.v.index_copy(2, slot, v_new),
                          self.positions.index_copy(0, slot, torch.tensor([n])), self.window, self.sinks)
@@ -93,3 +93,25 @@ class RingCache:
         filled = self.allowed()
         older = filled[None, :] & (self.positions[None, :] < self.positions[:, None])  # (slots, slots)
         return torch.where(filled, older.sum(dim=1), -1)
+
+
+def _ring_write(cache: RingCache, k_new: object, v_new: object, n: object) -> int:
+    """The checks of :meth:`RingCache.write`: one token's key and value ``(b, g, 1, d_k)`` in the cache's dtype, and
+    n the next token (the one after the newest cached). Returns n (chapter 11)."""
+    wanted = (*cache.k.shape[:2], 1, cache.k.shape[3])
+    for name, x in (("k_new", k_new), ("v_new", v_new)):
+        validate.as_float_tensor(x, name)
+        if x.shape != wanted:
+            raise ValueError(f"write one token at a time: keys and values of shape (b, g, 1, d_k) = {wanted}, got "
+                             f"{tuple(k_new.shape)} and {tuple(v_new.shape)}.")
+        if x.dtype != cache.k.dtype:
+            raise TypeError(f"{name} has dtype {x.dtype} and the cache holds {cache.k.dtype}: convert with "
+                            f"{name}.to({cache.k.dtype}), or make the cache with "
+                            f"RingCache.empty(..., dtype={x.dtype}).")
+    following = int(cache.positions.max()) + 1  # 0 for an empty cache
+    if validate.integer(n, "n", minimum=0) != following:
+        held = "it is empty" if following == 0 else f"it holds tokens up to {following - 1}"
+        raise ValueError(f"n must be the position of the next token, {following} ({held}), got {n!r}: a ring buffer "
+                         f"takes the tokens in order, and one written out of order lands in the slot of a token "
+                         f"still inside the window. Write token {following} first.")
+    return following

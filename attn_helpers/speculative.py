@@ -7,7 +7,8 @@ plus its own next token. With greedy decoding the result is exactly the target's
 values of rejected tokens. The models are chapter 9's :class:`~attn_helpers.inference.TinyDecoder`.
 With sampling, :func:`sampling_rule` keeps a draft token with probability ``min(1, p/q)`` and otherwise draws
 from ``max(0, p - q)`` normalised; :func:`emitted_distribution` and :func:`expected_tokens` enumerate what
-it emits, exactly, in fractions.
+it emits, exactly, in fractions; :func:`mixed_draft` moves a draft towards the uniform distribution or towards
+``p``, and :func:`plot_sampling` draws what the rule does with it.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
 
 from . import validate
 from .inference import KVCache, TinyDecoder
 
 __all__ = ["tree_mask", "rollback", "draft_model", "SpeculativeRun", "speculative_generate", "sampling_rule",
-           "emitted_distribution", "expected_tokens"]
+           "emitted_distribution", "expected_tokens", "mixed_draft", "plot_sampling"]
 
 _Rule = Callable[[Sequence[Fraction], Sequence[Fraction], int], tuple[Fraction, Sequence[Fraction]]]
 
@@ -170,3 +175,56 @@ def expected_tokens(p: Sequence, q: Sequence, k: int, rule: _Rule = sampling_rul
     for _ in range(k):
         tokens = 1 + kept * tokens  # the first draft, kept (then as with one draft fewer) or replaced
     return tokens
+
+
+def mixed_draft(p: Sequence, q: Sequence, mix: float) -> list[Fraction]:
+    """The draft ``q`` moved towards the uniform distribution (``mix`` < 0) or towards the target ``p`` (``mix``
+    > 0), exactly (chapter 12).
+
+    ``mix`` in [-1, 1], read as the decimal it is written as (0.35 is 7/20): -1 gives the uniform distribution,
+    0 gives ``q``, 1 gives ``p``; in between, ``(1 - |mix|) q + |mix|`` times the other end.
+    """
+    p, q = validate.probabilities(p, "p"), validate.probabilities(q, "q")
+    if len(p) != len(q):
+        raise ValueError(f"p and q must cover the same vocabulary, got {len(p)} and {len(q)} probabilities.")
+    mix = validate.real(mix, "mix", at_least=-1, at_most=1, why="-1 is the uniform draft, 0 is q, 1 is p")
+    m = Fraction(repr(float(mix)))  # 0.35 as 7/20, not as the binary float nearest to it
+    end = p if m > 0 else [Fraction(1, len(q))] * len(q)
+    return [(1 - abs(m)) * b + abs(m) * e for b, e in zip(q, end, strict=True)]
+
+
+def plot_sampling(p: Sequence, q: Sequence, mixes: Sequence[float] = (-1.0, 0.0, 0.5), k_max: int = 8
+                  ) -> plt.Figure:
+    """Speculative sampling's rule at a glance (chapter 12): ``p`` and ``q`` with min(p, q) shaded, the residual
+    max(p - q, 0) normalised, and the expected tokens a round over k = 0 … ``k_max`` for drafts
+    ``mixed_draft(p, q, mix)`` at each of ``mixes``."""
+    import matplotlib.pyplot as plt
+
+    p, q = validate.probabilities(p, "p"), validate.probabilities(q, "q")
+    k_max = validate.integer(k_max, "k_max", minimum=1)
+    x = range(len(p))
+    fig, (top, low) = plt.subplots(2, 1, figsize=(6.4, 6.4))
+    shared = [float(min(a, b)) for a, b in zip(p, q, strict=True)]
+    _, residual = sampling_rule(p, q, next(i for i, b in enumerate(q) if b))
+    top.bar(x, shared, width=0.8, color="#a1d99b", label="min(p, q): kept drafts")
+    top.bar([i - 0.19 for i in x], [float(a) for a in p], width=0.34, fill=False, edgecolor="#1f77b4", linewidth=2,
+            label="target p")
+    top.bar([i + 0.19 for i in x], [float(b) for b in q], width=0.34, fill=False, edgecolor="#ff7f0e", linewidth=2,
+            linestyle="--", label="draft q")
+    top.plot(list(x), [float(r) for r in residual], "D", color="#9467bd", label="residual max(p − q, 0) / Σ")
+    alpha = sum(shared)
+    top.set(xticks=list(x), xlabel="token", ylabel="probability", ylim=(0, 1.05),
+            title=f"One draft token: accepted with probability α = Σ min(p, q) = {alpha:.3f}")
+    top.legend(fontsize="small")
+    ks = list(range(k_max + 1))
+    for mix in mixes:
+        draft = mixed_draft(p, q, mix)
+        a = float(sum(min(u, v) for u, v in zip(p, draft, strict=True)))
+        name = {-1: "uniform draft", 0: "draft q", 1: "draft p"}.get(mix, f"q moved {abs(mix):g} of the way to "
+                                                                         f"{'p' if mix > 0 else 'uniform'}")
+        low.plot(ks, [float(expected_tokens(p, draft, k)) for k in ks], marker="o", label=f"{name}: α = {a:.3f}")
+    low.set(xlabel="drafts k a round", ylabel="expected tokens a round", title="(1 − α^(k+1)) / (1 − α)")
+    low.grid(True, alpha=0.3)
+    low.legend(fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -47,7 +47,9 @@ def table(frame: pd.DataFrame, index_label: str | None = None) -> Table:
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"table takes a pandas DataFrame, got {type(frame).__name__}.")
     label = index_label if index_label is not None else frame.index.name
-    if not isinstance(label, str) or not label.strip():
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"the index column's header (index_label or the index's name) must be a string, got {label!r}.")
+    if not label or not label.strip():
         raise ValueError("the index column needs a header: pass index_label='...' or name the index first "
                          "(frame.rename_axis('...')).")
     if label in frame.columns:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from . import validate
 from ._torch_private import dispatch_mode_base
 from .modules import MultiHeadAttention
 
@@ -70,8 +71,7 @@ def _check_torch(mha: object) -> None:
             "this nn.MultiheadAttention was built with add_bias_kv=True or add_zero_attn=True, which "
             "append extra keys the book's module does not have. Build it without them."
         )
-    if mha.embed_dim % mha.num_heads:
-        raise ValueError(f"embed_dim={mha.embed_dim} is not divisible by num_heads={mha.num_heads}.")
+    validate.head_width(mha.embed_dim, mha.num_heads)  # its embed_dim is the book's d_model
 
 
 def _check_pair(book: object, mha: object) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -53,6 +54,14 @@ class Traffic:
         if self.M is not None and held > self.M:
             raise ValueError(f"one step of the loop holds {held:,} numbers in fast memory, more than M = {self.M:,}: "
                              "use smaller blocks (ah.traffic.fitted_blocks(M, d) gives blocks that fit).")
+
+    def state(self, tile: Any, s: torch.Tensor, alpha: torch.Tensor, m: torch.Tensor, ell: torch.Tensor,
+              acc: torch.Tensor) -> None:
+        """What one ``tile`` (an ``ah.flash.Tile``, which this module cannot import: ah.flash imports it) of
+        ``ah.flash.flash_forward`` leaves in fast memory: the tile's scores ``s``
+        ``(..., B_r, B_c)``, the factor ``alpha = exp(m_old - m)`` that rescaled its rows, and their ``m``, ``ell``
+        (ℓ) ``(..., B_r, 1)`` and ``acc`` ``(..., B_r, d_v)`` after the tile. Counts nothing; a subclass may keep
+        them (chapter 10's explorer replays the walk from them)."""
 
 
 def standard_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: Traffic) -> torch.Tensor:

@@ -131,7 +131,9 @@ def copy_task_batch(
 
 def token_labels(tokens: torch.Tensor) -> list[str]:
     """Axis labels ``"0:C", "1:A", …`` (position:letter) for one sequence of token ids ``(t,)`` (chapter 4)."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"token_labels takes one sequence of ids, a tensor of shape (t,); got {type(tokens).__name__}.")
+    if tokens.dim() != 1:
         raise ValueError(f"token_labels takes one sequence of ids, shape (t,); got {getattr(tokens, 'shape', tokens)}.")
     return [f"{i}:{LETTERS[int(k)]}" for i, k in enumerate(tokens)]
 

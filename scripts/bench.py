@@ -48,6 +48,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import book_toc  # beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -177,12 +179,6 @@ def glove_text(kumo_python: str | None, given: Path | None) -> tuple[Path | None
     return GLOVE_TEXT, ""
 
 
-def chapters() -> list[str]:
-    from book_toc import toc_files  # beside this script
-
-    return [f for f in toc_files() if f.startswith("chapters/")]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-test", action="store_true", help="do not time `make test` and the unit tests")
@@ -196,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"Machine: {os.cpu_count()} cores, load average {load:.1f} at the start; "
-          f"{len(chapters())} chapters in _toc.yml")
+          f"{len(book_toc.chapters())} chapters in _toc.yml")
     work = args.work or Path(tempfile.mkdtemp(prefix="book-bench-"))
     rows: list[tuple[str, str, str]] = []
     ok = True
@@ -256,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_chapters:
             from chapter_times import measure
 
-            for chapter in chapters():
-                seconds = measure(ROOT / f"{chapter}.ipynb", execute=True).seconds
-                record(f"{chapter} executed alone", f"{seconds:7.1f} s", f"target {CHAPTER_SECONDS:.0f} s",
-                       seconds <= CHAPTER_SECONDS)
+            for chapter in book_toc.chapters():
+                seconds = measure(chapter, execute=True).seconds
+                record(f"chapters/{chapter.stem} executed alone", f"{seconds:7.1f} s",
+                       f"target {CHAPTER_SECONDS:.0f} s", seconds <= CHAPTER_SECONDS)
 
         torch_s, ah_s = import_seconds()
         record("import attn_helpers (fresh interpreter)", f"{ah_s:7.2f} s",

@@ -39,9 +39,7 @@ import nbformat
 from grading.assemble import BookError, find_chapter, infer_chapter, read_book
 from grading.notebook import grade_notebook, prepare_checks
 from grading.report import WHOLE, Row, format_table, write_csv
-from grading.sandbox import BWRAP, ROOT, UNSANDBOXED
-
-CHAPTERS = ROOT / "chapters"
+from grading.sandbox import BWRAP, UNSANDBOXED
 
 
 def _files(folder: Path, skip: set[Path]) -> list[Path]:
@@ -87,7 +85,7 @@ def grade_folder(folder: Path, chapter: str | None = None, chapter_path: Path | 
                                 f"say which chapter was assigned with CHAPTER=NN (--chapter NN)")
             print(f"grading against chapter {chapter} (from the submissions' exercise labels; "
                   f"set CHAPTER=NN to choose)", file=sys.stderr)
-        chapter_path = find_chapter(CHAPTERS, chapter)
+        chapter_path = find_chapter(chapter)
     book = read_book(chapter_path)
     if not BWRAP:
         print(UNSANDBOXED, file=sys.stderr)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from book_editions.learner_copies import place, report
 from book_editions.learners import as_text, learner_edition
-from book_toc import ROOT, toc_files
+from book_toc import ROOT, chapters
 
 LAB_CONFIG = ROOT / "scripts" / "learners_lab"
 FOLDER = ROOT / "my-notebooks"
@@ -45,10 +45,6 @@ def lab_command(folder: Path, *options: str) -> list[str]:
     root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(folder).resolve()}", *root,
             f"--LabApp.app_settings_dir={LAB_CONFIG / 'settings'}", *options]
-
-
-def chapters(root: Path = ROOT) -> list[Path]:
-    return [root / f"{f}.ipynb" for f in toc_files(root) if f.startswith("chapters/")]
 
 
 def make_folder(folder: Path, paths: list[Path]) -> str:

@@ -1,9 +1,10 @@
 """Write the learners' editions of the chapters: the notebooks a learner opens in JupyterLab or on Colab.
 
-    python scripts/make_editions.py chapters/*.ipynb --out editions            (make editions: the committed
-                                                                                 copies the Colab and Binder
-                                                                                 buttons open)
-    python scripts/make_editions.py chapters/*.ipynb --out my-notebooks --keep  (make lab: the learner's own copies)
+    python scripts/make_editions.py chapters/*.ipynb --out editions   (make editions: the committed copies the
+                                                                        Colab and Binder buttons open)
+
+``make lab`` makes the learner's own copies with scripts/lab.py instead: the same edition without the Colab
+set-up cell (``LAB``), placed so that a copy the learner edited is kept (book_editions/learner_copies.py).
 
 The chapters stay the one source (MyST, for the website and CI). An edition is its chapter, with what it
 computed, made for plain Jupyter:
@@ -31,13 +32,12 @@ computed, made for plain Jupyter:
   the edition says the same, as Run All would;
 - a "predict, then run" exercise gets a prediction cell under its text, and one that asks for words (say why,
   explain, book_editions/exercise_cells.py) a cell for them, as in the student editions;
-- the Colab set-up cell (tagged ``colab-setup``) is folded and shows no execution count; ``make lab``'s copies,
-  which Colab never opens, leave it out;
+- the Colab set-up cell (tagged ``colab-setup``) is folded and shows no execution count; ``make lab``'s copies
+  (scripts/lab.py), which Colab never opens, leave it out;
 - the code cells, the check cells and their outputs are otherwise the chapter's (glue records aside), unchanged.
 
 No cell is executed: the outputs are the committed ones, which nbval compares with a fresh run, so an
-edition made twice is the same file. With ``--keep``, a copy the learner has edited is never overwritten
-(book_editions/learner_copies.py).
+edition made twice is the same file.
 
 The edition is a list of steps over one walk of the cells: ``LEARNERS`` (and ``LAB``) in book_editions/learners.py.
 """
@@ -47,16 +47,12 @@ from __future__ import annotations
 import sys
 
 from book_editions.command_line import edition_main
-from book_editions.learner_copies import place, report
 from book_editions.learners import as_text, learner_edition
 
 
 def write(args):
     """Make every edition first (a MyST error stops before anything is written), then write them."""
     editions = {chapter.name: learner_edition(chapter) for chapter in args.chapters}
-    if args.keep:
-        yield report(place({name: as_text(nb) for name, nb in editions.items()}, args.out), args.out)
-        return
     args.out.mkdir(parents=True, exist_ok=True)
     for name, nb in editions.items():
         (args.out / name).write_text(as_text(nb), encoding="utf-8")
@@ -64,10 +60,7 @@ def write(args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep = {"action": "store_true",
-            "help": "the learner's folder: never overwrite a copy the learner has edited (make lab)"}
-    return edition_main(argv, __doc__.splitlines()[0], "editions", "output folder (default: editions)", write,
-                        options={"--keep": keep})
+    return edition_main(argv, __doc__.splitlines()[0], "editions", "output folder (default: editions)", write)
 
 
 if __name__ == "__main__":

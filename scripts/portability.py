@@ -25,6 +25,8 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+import book_toc
+
 ROOT = Path(__file__).resolve().parent.parent
 # Every variable that picks a numeric kernel (or Python's hash seed): a configuration starts from none of them,
 # whatever the caller set, as a learner's own Jupyter does.
@@ -110,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a configuration (repeatable; default: all)")
     parser.add_argument("--show", action="store_true", help="print pytest's report (the differing outputs)")
     args = parser.parse_args(argv)
-    chapters = args.chapters or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    chapters = args.chapters or book_toc.chapters()
     configs = [BY_NAME[name] for name in args.config] if args.config else CONFIGS
     differing = 0
     for config in configs:

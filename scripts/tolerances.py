@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import book_toc
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "tests" / "tolerance_room.json"
 CHECKS = ROOT / "attn_helpers" / "checks"
@@ -80,7 +82,7 @@ def cell_key(cell_id: str, source: str) -> str:
 
 def check_sites() -> Iterator[tuple[str, str]]:
     """(module, function) of every check in attn_helpers/checks/chNN.py that compares numbers with a tolerance."""
-    comparing = {"check_tensor", "check_value", "allclose", "isclose", "_close"}
+    comparing = {"check_tensor", "check_value", "allclose", "isclose", "tensors_close"}
     for module in sorted(CHECKS.glob("ch[0-9][0-9].py")):
         for function in ast.parse(module.read_text()).body:
             if isinstance(function, ast.FunctionDef):
@@ -353,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.here:
         measure_chapter(*args.here)
         return 0
-    chapters = [c.resolve() for c in args.chapters] or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    chapters = [c.resolve() for c in args.chapters] or book_toc.chapters()
     configs = [portability.BY_NAME[n] for n in args.config] if args.config else portability.CONFIGS
     configs = [c for c in configs if portability.runs_here(c)]
     found = measure(chapters, configs)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import book_toc
 import portability
 
 ROOT = portability.ROOT
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="append", help="a torch version (repeatable; default: floor, newest)")
     parser.add_argument("--show", action="store_true", help="print pytest's report (the differing outputs)")
     args = parser.parse_args(argv)
-    chapters = args.chapters or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    chapters = args.chapters or book_toc.chapters()
     versions = args.version or list(dict.fromkeys([floor(), newest()]))
     errors = sum(run(version, chapters, args.show) for version in versions)
     return 1 if errors else 0

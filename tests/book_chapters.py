@@ -3,10 +3,11 @@
 import re
 from pathlib import Path
 
+import book_toc
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 CHAPTER_1 = ROOT / "chapters" / "01_weighted_average.ipynb"
 by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 # MyST that plain Jupyter and Colab show raw: roles, directive fences, directive options, labelled math, targets.

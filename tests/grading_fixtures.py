@@ -7,6 +7,8 @@ import hashlib
 from pathlib import Path
 
 import nbformat
+from book_editions.exercise_cells import exercise_heading, shown_label
+from book_editions.numbering import numbered
 
 SETUP = ("import torch\nfrom attn_helpers.checks import ch01 as check\n\n"
          "q = torch.tensor([1.0, 1.0])\nk1, k2 = torch.tensor([2.0, 2.0]), torch.tensor([1.0, 1.0])")
@@ -77,9 +79,9 @@ def student_edition(answers: dict[str, str] = RIGHT, labels: list[str] = LABELS)
         if cell.cell_type == "markdown" and "{exercise}" in cell.source:
             number += 1
             label, level = labels[number - 1], LEVELS[LABELS[number - 1]]
-            cell = md(f"### Exercise {int(label[5:7])}.{number} ({level}): Do it\n\nDo it.\n\n*Label: `{label}`*")
-            cell.metadata["exercise"] = {"label": label, "title": f"Do it — {level}", "level": level,
-                                         "number": f"{int(label[5:7])}.{number}"}
+            title, k = f"Do it — {level}", numbered(int(label[5:7]), number)
+            cell = md(f"{exercise_heading(k, title)}\n\nDo it.\n\n{shown_label(label)}")
+            cell.metadata["exercise"] = {"label": label, "title": title, "level": level, "number": k}
         elif cell.cell_type == "code" and cell.source in CHECKS.values():  # the checks of chapter()
             cell.metadata["tags"] = ["exercise-check"]
         cells.append(cell)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, ONE_VALUE_PER_KEY, POSITIVE_NUMBER, raises_saying
 
 import attn_helpers as ah
 
@@ -35,10 +36,10 @@ def test_softmax_rejects_bad_input(bad, message):
 
 
 def test_softmax_rejects_bad_dim():
-    with pytest.raises(ValueError, match="dim=2 is out of range"):
+    with raises_saying(ValueError, "dim " + INTEGER_BETWEEN + " -2 and 1 (a dimension of x, -1 for the last), got 2"):
         ah.softmax(torch.zeros(2, 2), dim=2)
     for bad in ("last", 1.0, True, None):
-        with pytest.raises(TypeError, match="dim must be an integer"):
+        with raises_saying(TypeError, "dim " + INTEGER_BETWEEN + " -2 and 1"):
             ah.softmax(torch.zeros(2, 2), dim=bad)
 
 
@@ -134,7 +135,7 @@ def test_attention_explains_bad_masks_and_scales():
         ah.attention(q, q, q, mask=torch.ones(3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="NaN or \\+inf"):
         ah.attention(q, q, q, mask=torch.full((3, 3), math.inf))
-    with pytest.raises(ValueError, match="scale must be a positive finite number"):
+    with raises_saying(ValueError, "scale " + POSITIVE_NUMBER):
         ah.attention(q, q, q, scale=0.0)
 
 
@@ -163,11 +164,11 @@ def test_loop_attention_scale_and_large_scores():
 @pytest.mark.parametrize("args, error, message", [
     ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2, 1)), ValueError, "must be 2-D"),
     ((torch.randn(2, 3), torch.randn(4, 5), torch.randn(4, 2)), ValueError, "same d_k"),
-    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(5, 2)), ValueError, "same number of tokens"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(5, 2)), ValueError, ONE_VALUE_PER_KEY),
     (([[1.0]], torch.randn(1, 1), torch.randn(1, 1)), TypeError, "must be a torch.Tensor"),
     ((torch.ones(2, 2, dtype=torch.int64), torch.randn(1, 2), torch.randn(1, 1)), TypeError, "floating-point"),
-    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), True), TypeError, "scale must be a positive finite"),
-    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), -1.0), ValueError, "scale must be a positive finite"),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), True), TypeError, "scale " + POSITIVE_NUMBER),
+    ((torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2), -1.0), ValueError, "scale " + POSITIVE_NUMBER),
 ])
 def test_loop_attention_rejects_bad_input(args, error, message):
     with pytest.raises(error, match=message):

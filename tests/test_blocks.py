@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from messages import POSITIVE_INTEGER, raises_saying
 from torch import nn
 
 import attn_helpers as ah
@@ -55,5 +56,5 @@ def test_copy_rejects_mismatched_layers(make, error, message):
 
 
 def test_bad_d_ff():
-    with pytest.raises(ValueError, match="d_ff must be a positive integer"):
+    with raises_saying(ValueError, "d_ff " + POSITIVE_INTEGER):
         blocks.TransformerBlock(8, 2, d_ff=0)

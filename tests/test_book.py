@@ -2,14 +2,16 @@
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
+import book_toc
 import pytest
-from book_toc import toc_files
 from conftest import ROOT
 
 import attn_helpers
 
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+CHAPTERS = book_toc.chapters()  # the one answer to "which files are the chapters" (the tests below hold it to disk)
 
 
 def code_cells(path):
@@ -25,16 +27,42 @@ def public_names():
 
 
 def test_chapters_are_named_and_numbered_in_order():
-    assert CHAPTERS, "no chapters found"
-    numbers = [int(p.name[:2]) for p in CHAPTERS]
-    assert all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in CHAPTERS)
-    assert numbers == list(range(1, len(CHAPTERS) + 1))
+    assert CHAPTERS, "_toc.yml lists no chapters/ file"
+    for place, path in enumerate(CHAPTERS, start=1):
+        assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), \
+            f"chapters/{path.name} is not named NN_slug.ipynb (two digits, then lower-case words joined by _)"
+        assert int(path.name[:2]) == place, (f"chapters/{path.name} is chapter {place} in _toc.yml: rename it "
+                                             f"{place:02d}_…, or move its entry in _toc.yml")
 
 
-def test_toc_and_chapters_agree():
-    listed = [f for f in toc_files() if f.startswith("chapters/")]
-    on_disk = [f"chapters/{p.stem}" for p in CHAPTERS]
-    assert listed == on_disk, "every chapter in chapters/ must be in _toc.yml, in order, and nothing else"
+def test_every_notebook_in_chapters_is_in_the_toc_and_every_entry_has_one():
+    on_disk = sorted((ROOT / "chapters").glob("*.ipynb"))
+    unlisted = [f"chapters/{p.name}" for p in on_disk if p not in CHAPTERS]
+    assert not unlisted, (f"{', '.join(unlisted)} in chapters/ but not in _toc.yml: add '- file: chapters/<its name "
+                          "without .ipynb>' there, in reading order, or move the notebook out of chapters/")
+    missing = [f"chapters/{p.name}" for p in CHAPTERS if not p.is_file()]
+    assert not missing, f"_toc.yml lists {', '.join(missing)}, which chapters/ does not hold: add it or drop the entry"
+
+
+def test_the_makefile_reads_the_chapters_from_book_toc():
+    """make's CHAPTERS (what refresh, editions, portable … run on) is the same list, in the same order."""
+    shown = subprocess.run(["make", "-s", "--no-print-directory", "--eval", "shown: ; @echo $(CHAPTERS)", "shown"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert shown == [p.relative_to(ROOT).as_posix() for p in CHAPTERS], \
+        f"the Makefile's CHAPTERS is not book_toc.chapters(): {shown}"
+
+
+GLOBS = re.compile(r"""glob\(\s*f?["'][^"']*_\*\.ipynb|["']chapters["']\s*\)\s*\.(?:r?glob|iterdir)\(""")
+
+
+def test_no_script_test_or_extension_lists_the_chapters_its_own_way():
+    """A glob of chapters/ would differ from _toc.yml's list for a notebook not in it: book_toc is the one answer."""
+    files = [p for folder in ("scripts", "tests", "_ext") for p in (ROOT / folder).rglob("*.py")
+             if p.name not in ("book_toc.py", Path(__file__).name)]
+    own = [f"{path.relative_to(ROOT)}:{n}" for path in files
+           for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if GLOBS.search(line)]
+    assert not own, (f"{', '.join(own)} globs the chapters' notebooks: use book_toc.chapters() (or "
+                     "book_toc.chapter(N)), which reads _toc.yml")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

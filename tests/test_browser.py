@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import book_toc
 import pytest
 from built_site import ROOT, SITE, html_pages, require_site, skip_or_fail, toc_pages
 from explorer_browser import ALL_DRAWN_JS
@@ -49,7 +50,7 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
                "--disable-sync", "--no-first-run"]
 SCREENSHOTS = SITE.parent / "screenshots"  # _build/screenshots for the default _build/html
 PAGES = [p.as_posix() for p in html_pages()]
-CHAPTERS = [p for p in toc_pages() if p.startswith("chapters/")]
+CHAPTERS = [f"chapters/{p.stem}.html" for p in book_toc.chapters()]
 MATH_TIMEOUT_MS = 20_000
 DESKTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}

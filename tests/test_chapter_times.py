@@ -2,13 +2,14 @@
 
 from pathlib import Path
 
+import book_toc
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
 from chapter_times import BEGIN, END, ChapterTime, measure, replace_table, table  # noqa: E402
 
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 REFRESH = "run: .venv/bin/python scripts/chapter_times.py chapters/*.ipynb --write instructors.md"
 
 

@@ -310,6 +310,9 @@ def test_recurrent_accepts_other_right_answers(right, capsys):
     (all_states, "one \\(d_k, d_v\\) matrix for every token"),
     (lambda q, k, v, decay: ah.linear_attention.recurrent(q, k, v, decay)[0], "linear_attention.recurrent"),
     (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay), "linear_attention.chunked"),
+    (lambda q, k, v, decay: ah.linear_attention.chunked(q, k, v, 2, decay) + 0 * ah.linear_attention.recurrent(
+        q, k, v, decay)[0], "calls ah.linear_attention.chunked, ah.linear_attention.decay_mask and "
+                            "ah.linear_attention.recurrent, which"),  # listed as a sentence lists them
     (lambda q, k, v, decay: torch.softmax(q @ k.T, -1) @ v, "softmax"),
     (double_loop, "4 times the tokens take 1[0-9] times the operations.*not a recurrence"),
     (double_loop_of_items, "each token costs more than the one before"),
@@ -424,6 +427,7 @@ def test_verify_mask_accepts_a_walk_up_the_parents(capsys):
 
 
 SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
+OTHER_SAVED = torch.zeros(len(check.PARENTS), check.N_CACHED + len(check.PARENTS) + 1, dtype=torch.bool)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -441,6 +445,7 @@ SAVED = reference_verify_mask(check.PARENTS, check.N_CACHED)
     (lambda p, n: reference_verify_mask(p, n).int(), "bool tensor"),
     (lambda p, n: torch.cat([torch.ones(len(p), n, dtype=torch.bool), ah.speculative.tree_mask(p)], 1), "tree_mask"),
     (lambda p, n: SAVED, "SAVED"),
+    (lambda p, n: SAVED | OTHER_SAVED[:, :SAVED.shape[1]], "reads OTHER_SAVED and SAVED, which"),  # as a sentence lists
     (lambda p, n: reference_verify_mask(p, 5), "take every size"),
     (lambda p, n: reference_verify_mask(p.shape, n), "raised AttributeError"),
 ])

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from attn_helpers.checks._answer import SOLUTION_LINE as SOLVED
+from attn_helpers.checks.protocol import SOLUTION_LINE as SOLVED
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.heavy  # starts a kernel that imports torch: scheduled first (conftest.py)
@@ -76,6 +76,14 @@ NOT_DEFINED = {13: ("1.1", "w_doubled"), 15: ("1.1", "w_doubled"), 17: ("1.1", "
                20: ("1.2", "self_attention"), 30: ("1.1", "w_doubled")}
 
 
+def in_kernel(*args) -> tuple[str, str]:
+    """The grader's reading of one exercise's executed cells (grading/notebook.py), as (result, detail)."""
+    from grading.notebook import _in_kernel
+
+    outcome = _in_kernel(*args)
+    return outcome.result.value, outcome.detail
+
+
 @pytest.fixture(scope="module")
 def executed():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS],
@@ -114,19 +122,17 @@ def test_a_failed_check_shows_one_message_and_none_of_the_checks_code(executed, 
 
 
 def test_the_grader_reads_each_failure_as_the_checks_message(executed):
-    from grading.notebook import _in_kernel
-
     for index in (1, 2, 3):
-        result, detail = _in_kernel(executed, [], index, None, {})
+        result, detail = in_kernel(executed, [], index, None, {})
         assert result == "failed" and detail == error_of(executed.cells[index]).evalue.split("\n")[0].strip(), detail
-    assert "Hint: these are the raw scores" in _in_kernel(executed, [], 1, None, {})[1]
+    assert "Hint: these are the raw scores" in in_kernel(executed, [], 1, None, {})[1]
 
 
 def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_solution(executed):
     """Run All in a learners' edition runs the folded solution, then the answer cell still as made: the check
     must not print a bare "✓ correct" for an answer the learner has not written; after the learner's own
     answer (the cell's line replaced), it reports as usual."""
-    from attn_helpers.checks._answer import waiting_note
+    from attn_helpers.checks.protocol import waiting_note
 
     def printed(index):
         return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
@@ -139,11 +145,9 @@ def test_a_check_under_an_untouched_answer_cell_says_it_checked_the_books_soluti
 def test_the_grader_reads_an_untouched_answer_cell_as_not_answered(executed):
     """A learners' edition handed in with an answer cell untouched: its check passed on the book's folded
     solution, which is no answer of the learner's."""
-    from grading.notebook import _in_kernel
-
-    result, detail = _in_kernel(executed, [4, 5], 6, None, {})
+    result, detail = in_kernel(executed, [4, 5], 6, None, {})
     assert result == "error" and detail.startswith("not answered") and "learners' edition" in detail, detail
-    assert _in_kernel(executed, [7], 8, None, {}) == ("passed", "")
+    assert in_kernel(executed, [7], 8, None, {}) == ("passed", "")
 
 
 @pytest.mark.parametrize("index", sorted(NOT_DEFINED))
@@ -154,15 +158,13 @@ def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(exec
     untouched answer cell."""
     import re
 
-    from grading.notebook import _in_kernel
-
     number, name = NOT_DEFINED[index]
     error = error_of(executed.cells[index])
     assert error.ename == "NotAnswered"
     flat = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback)).split())
     assert f"Your answer cell does not define {name}" in flat and f"Exercise {number}" in flat, flat
     assert "✓" not in "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
-    result, detail = _in_kernel(executed, [index - 1], index, None, {})
+    result, detail = in_kernel(executed, [index - 1], index, None, {})
     if any(o.output_type == "error" for o in executed.cells[index - 1].outputs):  # the answer's own error comes first
         assert result == "error" and detail.startswith("IndexError"), detail
     else:
@@ -170,15 +172,13 @@ def test_an_answer_cell_that_does_not_define_the_name_is_never_told_correct(exec
 
 
 def test_an_answer_that_defines_the_name_passes_after_the_folded_solution(executed):
-    from grading.notebook import _in_kernel
-
-    assert _in_kernel(executed, [21], 22, None, {}) == ("passed", "")
+    assert in_kernel(executed, [21], 22, None, {}) == ("passed", "")
 
 
 def test_the_not_answered_note_survives_a_check_that_silences_its_inner_checks(executed):
     """Exercise 7.4's check runs its inner checks with their output redirected (one line for all the sizes):
     the note that the answer cell is untouched is printed all the same, above its one line (issue 40)."""
-    from attn_helpers.checks._answer import waiting_note
+    from attn_helpers.checks.protocol import waiting_note
 
     def printed(index):
         return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
@@ -197,16 +197,14 @@ def test_a_folded_solution_runs_without_output(executed):
 def test_an_answer_in_a_cell_the_learner_inserted_is_judged(executed):
     """A right answer in a cell inserted above the untouched answer cell passes as the learner's (no "the book's
     solution", no "not answered"), in the kernel and in the grader; a wrong one there gets its hint."""
-    from grading.notebook import _in_kernel
-
     def printed(index):
         return "".join(o.get("text", "") for o in executed.cells[index].outputs if o.output_type == "stream")
 
     assert printed(INSERTED + 3) == "✓ w_doubled: correct\n"
-    assert _in_kernel(executed, [INSERTED, INSERTED + 1, INSERTED + 2], INSERTED + 3, None, {}) == ("passed", "")
+    assert in_kernel(executed, [INSERTED, INSERTED + 1, INSERTED + 2], INSERTED + 3, None, {}) == ("passed", "")
     error = error_of(executed.cells[INSERTED + 6])
     assert error.ename == "CheckFailed" and "raw scores" in error.evalue, error.evalue
-    result, detail = _in_kernel(executed, [INSERTED + 4, INSERTED + 5], INSERTED + 6, None, {})
+    result, detail = in_kernel(executed, [INSERTED + 4, INSERTED + 5], INSERTED + 6, None, {})
     assert result == "failed" and "Hint: these are the raw scores" in detail, detail
 
 

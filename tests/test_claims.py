@@ -7,7 +7,8 @@ import importlib
 from pathlib import Path
 
 import pytest
-from claims import Claim, all_claims, chapter_asserts, normalised
+from claims import Claim, chapter_asserts, normalised
+from margins import all_claims
 
 CLAIMS_DIR = Path(__file__).resolve().parent.parent / "scripts" / "claims"
 CLAIM_MODULES = sorted(CLAIMS_DIR.glob("ch[0-9][0-9].py"))

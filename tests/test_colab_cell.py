@@ -11,12 +11,13 @@ import subprocess
 import sys
 import types
 
+import book_toc
 import nbformat
 import pytest
 import yaml
 from conftest import ROOT
 
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 COLAB_DIR = "/content/self-attention-book"
 
 

@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from messages import POSITIVE_INTEGER, raises_saying  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import attn_helpers as ah  # noqa: E402
@@ -82,9 +83,9 @@ def test_time_call_rejects_a_clock_that_is_not_a_function():
         time_call(lambda: None, clock=0.0)
 
 
-@pytest.mark.parametrize("repeats", [0, -1, 1.5, True])
-def test_time_call_rejects_bad_repeats(repeats):
-    with pytest.raises(ValueError, match="repeats must be a positive int"):
+@pytest.mark.parametrize("repeats, error", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_time_call_rejects_bad_repeats(repeats, error):
+    with raises_saying(error, "repeats " + POSITIVE_INTEGER):
         time_call(lambda: None, repeats=repeats)
 
 
@@ -183,22 +184,22 @@ def test_measure_time_table_and_loop_cut_off():
     assert table["loop"].notna().all()
 
 
-@pytest.mark.parametrize("sizes, message", [
-    ([], "non-empty list"),
-    ([8, 4], "increasing"),
-    ([4, 4], "increasing"),
-    ([0, 4], "positive ints"),
-    ([4.0], "positive ints"),
+@pytest.mark.parametrize("sizes, error, message", [
+    ([], ValueError, "non-empty list"),
+    ([8, 4], ValueError, "increasing"),
+    ([4, 4], ValueError, "increasing"),
+    ([0, 4], ValueError, "positive ints"),
+    ([4.0], TypeError, "4.0 (a float) is not one"),
 ])
-def test_measure_rejects_bad_sizes(sizes, message):
-    with pytest.raises(ValueError, match=message):
+def test_measure_rejects_bad_sizes(sizes, error, message):
+    with raises_saying(error, message):
         measure_time(sizes)
-    with pytest.raises(ValueError, match=message):
+    with raises_saying(error, message):
         measure_memory(sizes)
 
 
 def test_measure_time_rejects_bad_threads():
-    with pytest.raises(ValueError, match="threads must be a positive integer or None"):
+    with raises_saying(ValueError, "threads " + POSITIVE_INTEGER + " or None"):
         measure_time([4], threads=0)
 
 

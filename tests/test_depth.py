@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import pytest
 import torch
+from messages import POSITIVE_INTEGER, raises_saying
 
 from attn_helpers import depth
 
@@ -49,8 +50,7 @@ def test_attention_layers_returns_every_state():
 @pytest.mark.parametrize("call, message", [
     (lambda: depth.collapse_residual(torch.zeros(3, 2)), "all zeros"),
     (lambda: depth.collapse_residual(torch.zeros(2, 3, 2)), r"one sequence of shape \(t, d\)"),
-    (lambda: depth.stack_attention(torch.ones(3, 2), layers=0), "layers must be a positive integer"),
-    (lambda: depth.attention_layers(torch.ones(3, 2), layers=True), "layers must be a positive integer"),
+    (lambda: depth.stack_attention(torch.ones(3, 2), layers=0), "layers " + POSITIVE_INTEGER),
     (lambda: depth.stack_attention(torch.ones(2, 3, 2), layers=2), r"one sequence of shape \(t, d\)"),
     (lambda: depth.plot_collapse({}, "t"), "curves is empty"),
     (lambda: depth.plot_collapse({"a": [0.5]}, "t", log_depth=True), "no value after layer 1"),
@@ -58,6 +58,11 @@ def test_attention_layers_returns_every_state():
 def test_bad_input_is_explained(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_bool_is_the_wrong_kind_of_layer_count():
+    with raises_saying(TypeError, "layers " + POSITIVE_INTEGER, "got True (a bool, not a number)"):
+        depth.attention_layers(torch.ones(3, 2), layers=True)
 
 
 def test_plot_collapse():

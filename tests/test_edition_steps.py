@@ -2,17 +2,25 @@
 that runs them. The editions themselves are tested in test_make_editions.py, test_make_student.py and
 test_make_nbgrader.py."""
 
+import ast
 import copy
+import importlib
+import pkgutil
+import re
+from pathlib import Path
 
+import book_editions
 import nbformat
 import pytest
 from book_chapters import CHAPTER_1, ROOT
 from book_editions.cells import CAPTION_TAG
 from book_editions.chapter import Chapter
+from book_editions.editions import EDITIONS
 from book_editions.exercise_cells import CHECK_TAG, EXERCISE_META, PREDICTION_TAG, SOLUTION_TAG, WORDS_TAG
 from book_editions.learners import (
     COLLAPSED,
     SOLUTION_TEXT,
+    AnswerCell,
     CheckAsRunAllShows,
     DropColabSetup,
     FoldColabSetup,
@@ -20,6 +28,7 @@ from book_editions.learners import (
     HideSolution,
     SolutionLine,
 )
+from book_editions.myst_syntax import MystError
 from book_editions.nbgrader_course import BEGIN, END, GradedCheck, LockCell, SolutionRegion, WrittenAnswer
 from book_editions.steps import (
     DropGated,
@@ -33,7 +42,7 @@ from book_editions.student import LockCheck, StubSolution
 from book_editions.walk import At, Edition, Step
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attn_helpers.checks._answer import SOLUTION_LINE, waiting_note
+from attn_helpers.checks.protocol import SOLUTION_LINE, waiting_note
 
 GLUE = new_output("display_data", data={"application/papermill.record/text/plain": "2"},
                   metadata={"scrapbook": {"name": "tiny_x"}})
@@ -134,16 +143,33 @@ def test_check_as_run_all_shows_under_an_untouched_answer(chapter):
     assert run(CheckAsRunAllShows(), chapter, "plot").cell.outputs[1].text == "✓ y: correct\n"
 
 
-def test_fold_solution_puts_headings_and_an_answer_cell_for_the_gates(chapter):
+def test_fold_solution_puts_a_folded_heading_in_place_of_the_gates(chapter):
     start, end = run(FoldSolution(), chapter, "start1"), run(FoldSolution(), chapter, "end1")
-    assert start.cell is None and end.cell is None
-    assert [c.source for c in start.added] == ["#### Solution to Exercise 1.1",
-                                               SOLUTION_TEXT.format(prose="Three, of course.")]
-    assert start.added[0].metadata == {COLLAPSED: True, "id": "start1-solution"}
-    assert [c.source.splitlines()[-1] for c in end.added] == ["#### Your answer", 'ah.checks.no_answer_yet("1.1")']
+    assert [c.source for c in [start.cell, *start.added]] == ["#### Solution to Exercise 1.1",
+                                                              SOLUTION_TEXT.format(prose="Three, of course.")]
+    assert start.cell.metadata == {COLLAPSED: True, "id": "start1-solution"}
+    assert end.cell is None and end.added == []  # a gate with no prose: gone
     nb = new_notebook()
     FoldSolution().end(nb, chapter)
     assert nb.metadata["colab"] == {"collapsed_sections": ["start1-solution", "start2-solution"]}
+
+
+def test_answer_cell_goes_under_the_end_of_a_solution(chapter):
+    end = run(AnswerCell(), chapter, "end1")
+    assert [c.source.splitlines()[-1] for c in end.added] == ["#### Your answer", 'ah.checks.no_answer_yet("1.1")']
+    assert [c.id for c in end.added] == ["end1-answer", "end1-answer-code"] and end.cell is chapter.cells[INDEX["end1"]]
+    assert run(AnswerCell(), chapter, "start1").added == [] and run(AnswerCell(), chapter, "check1").added == []
+
+
+def test_a_gates_prose_stays_above_the_answer_cell(chapter):
+    """The end gate's prose is the solution's: FoldSolution (after AnswerCell) puts it above "Your answer"."""
+    chapter.cells[INDEX["end1"]].source = "And that is all.\n\n```{solution-end}\n```"
+    at = At(chapter, INDEX["end1"], chapter.cells[INDEX["end1"]])
+    for step in (AnswerCell(), FoldSolution()):
+        step.cell(at)
+    assert [c.source.splitlines()[0] for c in [at.cell, *at.added]] == [
+        "<details><summary>The book's solution in words (click to open)</summary>", "#### Your answer",
+        "# Your answer to Exercise 1.1: write your code here, in place of these three lines,"]
 
 
 def test_solution_line_marks_a_solution_cell_of_a_learners_edition(chapter):
@@ -255,3 +281,104 @@ def test_a_chapter_is_read_before_any_step_changes_it(tmp_path):
     chapter = Chapter.read(tmp_path / CHAPTER_1.name, ROOT)
     run(StubSolution(), chapter, "sol2")  # now tagged `solution`, but the roles were worked out before
     assert chapter.tagged_solutions == {INDEX["sol1"]: chapter.exercises[0]}
+
+
+# ------------------------------------------------------------------ the rules of order, and every edition's parts
+
+
+def test_a_gate_step_must_come_before_resolve_myst(chapter):
+    """The rule is real: without a gate step first, ResolveMyst stops at a gate, with a sentence that says so."""
+    broken = Edition("broken", [ResolveMyst(), DropGated({"markdown"})])
+    assert broken.order_errors() == [
+        "the edition 'broken' has no gate step (FoldSolution, DropGated of markdown cells) before ResolveMyst, which "
+        "cannot resolve a {solution-start} or {solution-end} cell: put one before it (book_editions/walk.py)"]
+    with pytest.raises(MystError, match="a gate step .* must come before ResolveMyst"):
+        broken.apply(chapter)
+    assert Edition("code only", [DropGated({"code"}), ResolveMyst()]).order_errors()  # drops no gate
+    assert Edition("fine", [FoldSolution(), ResolveMyst()]).order_errors() == []
+
+
+def test_answer_cell_must_come_before_fold_solution(chapter):
+    """The rule is real: after FoldSolution, which drops a bare gate, AnswerCell never sees it."""
+    late = Edition("late", [FoldSolution(), AnswerCell(), ResolveMyst()])
+    assert late.order_errors() == ["in the edition 'late', AnswerCell must come before FoldSolution "
+                                   "(AnswerCell.comes_before): move it up"]
+    assert "#### Your answer" not in [c.source for c in late.apply(chapter).cells]
+
+
+@pytest.mark.parametrize("made", EDITIONS, ids=lambda m: m.target)
+def test_every_edition_keeps_the_rules_of_order(made):
+    errors = made.edition.order_errors()
+    assert not errors, "\n".join(errors)
+
+
+def editions_defined() -> dict[str, Edition]:
+    """Every Edition that a module of book_editions defines, by its module and name."""
+    found = {}
+    for info in pkgutil.iter_modules(book_editions.__path__):
+        module = importlib.import_module(f"book_editions.{info.name}")
+        found |= {f"{info.name}.{name}": obj for name, obj in vars(module).items() if isinstance(obj, Edition)}
+    return found
+
+
+def test_every_edition_is_listed_with_a_make_target_that_runs_its_script():
+    listed = [made.edition for made in EDITIONS]
+    for where, edition in editions_defined().items():
+        if not any(edition is e for e in listed):
+            pytest.fail(f"the edition {where} ({edition.name!r}) is not in book_editions/editions.py's EDITIONS: "
+                        "add it there with the make target and the script that write it", pytrace=False)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for made in EDITIONS:
+        recipe = re.search(rf"^{re.escape(made.target)}:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+        if recipe is None or made.script not in recipe.group(1):
+            pytest.fail(f"the edition {made.edition.name!r} has no make target {made.target!r} that runs "
+                        f"{made.script}: add one to the Makefile (with a ## line for make help)", pytrace=False)
+        if not (ROOT / made.script).is_file():
+            pytest.fail(f"{made.script}, which makes the edition {made.edition.name!r}, does not exist", pytrace=False)
+
+
+def step_classes() -> dict[str, type]:
+    """Every Step class that a module of book_editions defines, by name."""
+    found = {}
+    for info in pkgutil.iter_modules(book_editions.__path__):
+        module = importlib.import_module(f"book_editions.{info.name}")
+        found |= {name: obj for name, obj in vars(module).items() if isinstance(obj, type) and issubclass(obj, Step)
+                  and obj is not Step and obj.__module__ == module.__name__}
+    return found
+
+
+def test_every_step_is_in_an_edition_and_tested_here():
+    used = {type(step).__name__ for made in EDITIONS for step in made.edition.steps}
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    tested = {node.id for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")
+              for node in ast.walk(fn) if isinstance(node, ast.Name)}
+    for name, cls in step_classes().items():
+        if name not in used:
+            pytest.fail(f"the step {name} ({cls.__module__}) is in no edition's list: add it to one, or delete it",
+                        pytrace=False)
+        if name not in tested:
+            pytest.fail(f"the step {name} ({cls.__module__}) has no test in tests/test_edition_steps.py: add one that "
+                        "runs it on the hand-made chapter", pytrace=False)
+
+
+@pytest.mark.parametrize("made", EDITIONS, ids=lambda m: m.target)
+def test_the_rules_of_order_are_all_the_order_that_matters(made):
+    """Swap any two steps of an edition: if the edition made from the hand-made chapter changes (or fails), the
+    swapped list breaks a rule of order. A swap that changes it and breaks none is a rule nobody wrote down."""
+
+    def make(steps):
+        try:
+            return nbformat.writes(Edition("swapped", steps).apply(
+                Chapter.read(CHAPTER_1, ROOT, new_notebook(cells=copy.deepcopy(CELLS)))))
+        except MystError as exc:
+            return f"MystError: {exc}"
+
+    steps = list(made.edition.steps)
+    made_as_listed = make(steps)
+    for i in range(len(steps)):
+        for j in range(i + 1, len(steps)):
+            swapped = steps[:i] + [steps[j]] + steps[i + 1:j] + [steps[i]] + steps[j + 1:]
+            if make(swapped) != made_as_listed and not Edition("swapped", swapped).order_errors():
+                pytest.fail(f"in the edition {made.edition.name!r}, swapping {steps[i]!r} and {steps[j]!r} changes "
+                            "what it makes, and no rule of order says which comes first: write the rule "
+                            "(Step.comes_before, book_editions/walk.py)", pytrace=False)

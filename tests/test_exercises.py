@@ -11,6 +11,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+import book_toc
 import nbformat
 import pytest
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from book_editions.exercise_cells import CHECK_CALL_RE, find_exercises, is_solution  # noqa: E402
 
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 
 

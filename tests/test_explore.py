@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from messages import POSITIVE_NUMBER, raises_saying
 
 import attn_helpers as ah  # noqa: E402
 
@@ -127,9 +128,12 @@ def test_temperature_one_is_the_softmax_and_extremes_sharpen_or_flatten():
     assert torch.allclose(ah.explore.temperature_weights(s, math.sqrt(8)), torch.softmax(s / math.sqrt(8), dim=-1))
 
 
-@pytest.mark.parametrize("temperature", [0, -1.0, math.inf, math.nan, True, "2"])
-def test_temperature_must_be_positive_and_finite(temperature):
-    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+@pytest.mark.parametrize("temperature, error", [
+    (0, ValueError), (-1.0, ValueError), (math.inf, ValueError), (math.nan, ValueError), (True, TypeError),
+    ("2", TypeError),
+])
+def test_temperature_must_be_positive_and_finite(temperature, error):
+    with raises_saying(error, "temperature " + POSITIVE_NUMBER):
         ah.explore.temperature_weights(torch.tensor([1.0, 2.0]), temperature)
 
 

@@ -1,6 +1,7 @@
 """Chapter 10's tile-walk explorer on the built website: stepped from the keyboard and by a drag, the tile it
-highlights and each query's m, ℓ and output equal ``attn_helpers.explorers.tile_walk_view`` to 1e-6 at every step
-tried, the first and the last included."""
+highlights, its scores, each query's m, ℓ and output, the ghost marks of the step before and the rescaling factor
+equal ``attn_helpers.explorers.tile_walk_view`` to 1e-6 at every step tried, the first and the last included; a
+picked query's panels follow it over every step; blocked scores stay pale, and visible, on the dark pages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import pytest
 import torch
 from explorer_browser import (
+    TIMEOUT_MS,
     assert_fits_a_phone,
     control,
     labels,
@@ -28,13 +30,27 @@ walk = torch.Generator().manual_seed(10)  # the chapter's cell: q, k, v of 8 tok
 Q, K, V = (torch.randn(8, 2, generator=walk, dtype=torch.float64) for _ in range(3))
 TILES = 10
 STATE = re.compile(r"^(m|ℓ|output (\d)|exact output (\d)) of query (\d+): (\S+)$")
+GHOST = re.compile(r"^(m|ℓ|output (\d)) of query (\d+) before this tile: (\S+)$")
+SCORE = re.compile(r"^score of query (\d+), key (\d+): (\S+)$")
 
 
 def shown(explorer_labels: list[str]) -> dict:
     """What the chart shows: the step of its caption, the tile marked current, and per query m, ℓ, output, exact."""
-    seen = {"m": {}, "l": {}, "output": {}, "exact": {}, "current": None, "gap": None}
+    seen = {"m": {}, "l": {}, "output": {}, "exact": {}, "current": None, "gap": None, "factor": None,
+            "ghost": {"m": {}, "l": {}, "output": {}}, "scores": {}}
     for label in map(signed, explorer_labels):
-        if match := STATE.match(label):
+        if match := GHOST.match(label):
+            name, out, query, value = match.groups()
+            key, where = ("output", (int(query), int(out) - 1)) if out else ({"m": "m", "ℓ": "l"}[name], int(query))
+            seen["ghost"][key][where] = float(value)
+        elif match := SCORE.match(label):
+            seen["scores"][int(match[1]), int(match[2])] = None if match[3] == "blocked" else float(match[3])
+        elif label.startswith("rescaling factor exp(m_old - m_new): "):
+            pairs = label.removeprefix("rescaling factor exp(m_old - m_new): ").split(", ")
+            seen["factor"] = {int(q): float(a) for q, a in (pair.removeprefix("query ").split(" ") for pair in pairs)}
+        elif label == "its queries' first tile: nothing to rescale":
+            seen["factor"] = {}
+        elif match := STATE.match(label):
             name, out, ex, query, value = match.groups()
             key = "exact" if ex else "output" if out else {"m": "m", "ℓ": "l"}[name]
             where = (int(query), int(ex or out) - 1) if (ex or out) else int(query)
@@ -64,6 +80,25 @@ def assert_matches_python(explorer, step: int) -> None:
     assert [seen["exact"][i, d] for i in range(8) for d in range(2)] == pytest.approx(
         [x for row in view["exact"] for x in row], abs=1e-6)
     assert seen["gap"] == (None if view["gap"] is None else pytest.approx(view["gap"], abs=1e-6))
+    again = [i for i, a in enumerate(view["factor"]) if a is not None]  # the tile's queries an earlier tile reached
+    if tile is None:
+        assert seen["factor"] is None and not seen["scores"]
+        assert not any(seen["ghost"].values())
+        return
+    assert sorted(seen["factor"]) == again, f"the factors shown after {step} tiles"
+    assert [seen["factor"][i] for i in again] == pytest.approx([view["factor"][i] for i in again], abs=1e-6)
+    before = view["before"]
+    assert sorted(seen["ghost"]["m"]) == sorted(seen["ghost"]["l"]) == again
+    assert [seen["ghost"]["m"][i] for i in again] == pytest.approx([before["m"][i] for i in again], abs=1e-6)
+    assert [seen["ghost"]["l"][i] for i in again] == pytest.approx([before["l"][i] for i in again], abs=1e-6)
+    assert sorted(seen["ghost"]["output"]) == [(i, d) for i in again for d in range(2)]
+    assert [seen["ghost"]["output"][i, d] for i in again for d in range(2)] == pytest.approx(
+        [before["output"][i][d] for i in again for d in range(2)], abs=1e-6)
+    cells = {(tile.rows.start + a, tile.cols.start + b): x for a, row in enumerate(view["scores"])
+             for b, x in enumerate(row)}
+    assert sorted(seen["scores"]) == sorted(cells), f"the scores written after {step} tiles"
+    for where, x in cells.items():
+        assert seen["scores"][where] == (None if x == -float("inf") else pytest.approx(x, abs=1e-6)), where
 
 
 def test_the_tile_walk_explorer_shows_what_python_computes(site_tab):
@@ -79,7 +114,7 @@ def test_the_tile_walk_explorer_shows_what_python_computes(site_tab):
     press(explorer, "tiles computed", "Home")
     labels_after(explorer, before)
     assert_matches_python(explorer, 0)
-    for step in (5, 8, TILES, 7):
+    for step in (5, 6, 8, TILES, 7):  # 6: a factor of about 0.3, after which ℓ falls
         before = labels(explorer)
         slide_to(explorer, "tiles computed", step)
         labels_after(explorer, before)
@@ -127,6 +162,16 @@ def test_picking_a_query_shows_its_m_l_and_output_over_every_step(site_tab):
     explorer.page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.75)  # row 3 of that tile
     labels_after(explorer, before)
     assert_picked_matches_python(explorer, 3)
+    blocked = explorer.locator("svg [aria-label^='tile '][aria-label*=', queries 0–1, keys 0–1, ']").first
+    box = blocked.bounding_box()
+    before = labels(explorer)
+    explorer.page.mouse.click(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * 0.25)  # key 1: blocked
+    labels_after(explorer, before)
+    assert_picked_matches_python(explorer, 0)  # a pale score picks its query too
+    before = labels(explorer)
+    press(explorer, "query", "ArrowDown", 3)
+    labels_after(explorer, before)
+    assert_picked_matches_python(explorer, 3)
     before = labels(explorer)
     press(explorer, "query", "ArrowUp", 2)
     labels_after(explorer, before)
@@ -140,3 +185,27 @@ def test_picking_a_query_shows_its_m_l_and_output_over_every_step(site_tab):
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
     assert_fits_a_phone(explorer)
+
+
+def veils(explorer) -> list[list[str]]:
+    """The fill and opacity of the veils that make the blocked scores pale (the rects of style ``pale``)."""
+    return explorer.locator("svg g.tile_veil_marks path").evaluate_all(
+        "ps => ps.map(p => [getComputedStyle(p).fill, p.getAttribute('opacity') || getComputedStyle(p).opacity])")
+
+
+def test_blocked_scores_are_pale_on_light_pages_and_visible_on_dark_ones(site_tab):
+    """A veil lies over each of the 28 blocked scores: white on a light page, the page's own colour, and thinner,
+    on a dark one, where a white veil would leave them a bright slab and a thick dark one would hide them."""
+    page = site_tab[0]
+    explorer = open_explorers(site_tab, PAGE).first
+    blocked = 8 * 7 // 2
+    assert veils(explorer) == [["rgb(255, 255, 255)", "0.7"]] * blocked
+    before = labels(explorer)
+    try:
+        page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        page.wait_for_function("() => document.querySelector('.book-explorer').dataset.theme === 'dark'"
+                               " && document.querySelector('.book-explorer').dataset.ready", timeout=TIMEOUT_MS)
+        assert veils(explorer) == [["rgb(20, 24, 30)", "0.45"]] * blocked
+        assert labels(explorer) == before  # the same numbers, drawn again
+    finally:
+        page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import altair as alt
@@ -13,7 +16,7 @@ import torch
 
 import attn_helpers as ah
 from attn_helpers.explorers import MIME_TYPE, Explorer, rounded
-from attn_helpers.explorers._explorer import CAPTION_MAX, FONT_SIZE, INK
+from attn_helpers.explorers._explorer import CAPTION_MAX, EMBED_OPTIONS, FONT_SIZE, INK
 from attn_helpers.explorers._website import VegaLiteOnPage
 
 SCORES = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0])
@@ -29,7 +32,19 @@ def test_an_explorer_is_vega_lite_with_a_description_a_caption_and_svg_options()
     assert data[MIME_TYPE]["description"] == "Two bars." and data[MIME_TYPE]["$schema"].endswith("/v5.20.1.json")
     assert data[MIME_TYPE]["title"]["text"] == "Watch the bars" and data[MIME_TYPE]["title"]["anchor"] == "start"
     assert data["text/plain"] == "Explorer: Two bars."
-    assert metadata[MIME_TYPE]["embed_options"] == {"renderer": "svg", "actions": False}
+    assert metadata[MIME_TYPE]["embed_options"] == EMBED_OPTIONS == {"renderer": "svg", "actions": False}
+
+
+def test_the_website_and_jupyterlab_draw_with_the_same_embed_options():
+    """One source: the page carries EMBED_OPTIONS (the mimebundle's) and explorers.js draws with them, not its own."""
+    (node,) = VegaLiteOnPage.handle_mime(None, SimpleNamespace(mime_type=MIME_TYPE, content={"mark": "bar"}),
+                                         inline=False)
+    written = re.search(r'data-embed-options="([^"]*)"', node.astext())[1]
+    assert json.loads(html.unescape(written)) == EMBED_OPTIONS
+    script = (Path(__file__).parent.parent / "_static" / "explorers.js").read_text()
+    (call,) = re.findall(r"vegaEmbed\(([^;]*)\);", script)
+    assert call == "view, spec, JSON.parse(block.dataset.embedOptions)", (
+        f"explorers.js must draw with the options the page carries (EMBED_OPTIONS), not its own: vegaEmbed({call})")
 
 
 def test_an_explorer_needs_a_chart_a_description_and_a_one_line_caption():
@@ -47,9 +62,13 @@ def test_every_explorer_has_a_caption_its_text_size_and_ink_that_follows_the_pag
     at the page's 16 px where there is room), and the INK style the website's dark pages recolour."""
     spec = ah.explorers.temperature_explorer(SCORES, LABELS).spec()
     assert spec["title"]["text"] == "Slide T: low T sharpens, high T flattens"
-    assert spec["config"]["axis"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
+    assert {k: spec["config"]["axis"][k] for k in ("labelFontSize", "titleFontSize")} == {
+        "labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
     assert spec["config"]["legend"] == {"labelFontSize": FONT_SIZE, "titleFontSize": FONT_SIZE}
     assert spec["config"]["style"][INK] == {"stroke": "black", "fill": "black"}
+    # its own light colours, which JupyterLab's dark theme does not override (tests/test_lab_browser.py)
+    assert spec["config"]["background"] == "white" and spec["config"]["title"]["color"] == "black"
+    assert spec["config"]["style"]["guide-label"] == spec["config"]["style"]["guide-title"] == {"fill": "black"}
 
 
 def test_rounded_keeps_eight_significant_digits():
@@ -100,9 +119,34 @@ def test_temperature_explorer_checks_its_input():
 def test_the_website_plugin_writes_the_spec_and_a_fallback_sentence():
     spec = {"description": "Bars </script><b>", "mark": "bar"}
     (node,) = VegaLiteOnPage.handle_mime(None, SimpleNamespace(mime_type=MIME_TYPE, content=spec), inline=False)
-    html = node.astext()
-    assert html.startswith('<div class="book-explorer"><script type="application/json">')
-    assert "</script><b>" not in html.split("</script>", 1)[0]  # a "</" in the spec cannot end the script early
-    assert "Bars &lt;/script&gt;&lt;b&gt; (This interactive figure needs JavaScript.)" in html
+    page = node.astext()
+    assert page.startswith('<div class="book-explorer" data-embed-options="{&quot;renderer&quot;:&quot;svg&quot;,'
+                           '&quot;actions&quot;:false}"><script type="application/json">')
+    assert "</script><b>" not in page.split("</script>", 1)[0]  # a "</" in the spec cannot end the script early
+    assert "Bars &lt;/script&gt;&lt;b&gt; (This interactive figure needs JavaScript.)" in page
     assert VegaLiteOnPage.handle_mime(None, SimpleNamespace(mime_type="text/html", content=""), inline=False) is None
     assert ("html", MIME_TYPE, 5) in VegaLiteOnPage.mime_priority_overrides
+
+
+def test_check_labels_names_the_limit_the_counts_and_the_cut():
+    from attn_helpers.explorers._explorer import check_labels
+
+    check_labels(3, ["a", "b", "c"], 8, "scores of shape (t, t)", "")  # fits: no error
+    check_labels(2, [["a", "b"], ["c", "d"]], 8, "weights", "")
+    with pytest.raises(ValueError, match=r"need scores of shape \(t, t\) with t <= 8 \(more does not fit a phone\) "
+                                         r"and t tokens; got t = 9 and 9 tokens\. Take the first 8\."):
+        check_labels(9, list("abcdefghi"), 8, "scores of shape (t, t)", "Take the first 8.", name="tokens")
+    with pytest.raises(ValueError, match=r"t labels; got t = 3 and 2 labels"):
+        check_labels(3, ["a", "b"], 8, "scores", "")
+    with pytest.raises(ValueError, match=r"t labels for each; got t = 2 and \[2, 1\] labels"):
+        check_labels(2, [["a", "b"], ["c"]], 8, "weights", "")
+
+
+def test_vega_softmax_masks_keys_and_zeroes_a_row_with_none_left():
+    from attn_helpers.explorers._explorer import vega_softmax
+
+    plain, masked = vega_softmax("datum.s", by=()), vega_softmax("datum.x / T", by=("q",), allowed="datum.k < real")
+    assert plain[0] == {"calculate": "true", "as": "allowed"}  # no s to compute: the data hold it
+    assert masked[0] == {"calculate": "datum.x / T", "as": "s"} and masked[1]["calculate"] == "datum.k < real"
+    assert [t.get("groupby") for t in masked if "joinaggregate" in t] == [["q"], ["q"]]
+    assert masked[-1] == {"calculate": "datum.open > 0 ? datum.e / datum.total : 0", "as": "w"}

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from messages import raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import contextual_explorer, contextual_view
@@ -111,14 +112,17 @@ def test_the_spec_is_deterministic_small_and_labelled(spec, glove):
 def test_the_explorer_checks_its_input(glove):
     with pytest.raises(ValueError, match="start must be one of the menu's pairs, such as 'Odyssey · i'"):
         contextual_explorer(SENTENCES, glove, start="Odyssey · boat")
-    with pytest.raises(ValueError, match="sentences must map a short name"):
+    with raises_saying(TypeError, "sentences must be a dict, got list", "map a short name to each sentence"):
         contextual_explorer([ODYSSEY], glove)
+    with raises_saying(ValueError, "sentences must map a short name to each sentence"):
+        contextual_explorer({}, glove)
     with pytest.raises(ValueError, match="not in the GloVe vocabulary"):
         contextual_explorer({"typo": "Telemachus sailed home to Ithacca"}, glove)
 
 
-def test_sentence_word_names_the_words_to_pick_from(glove):
-    result = ah.explore.attend_sentence(ORDER, glove)
-    assert ah.validate.sentence_word(result, "order") == 5
+def test_the_view_names_the_words_to_pick_from(glove):
+    assert contextual_view(ORDER, "order", glove)["position"] == 5
     with pytest.raises(ValueError, match="pick one of we, process, and, ship, your, order"):
-        ah.validate.sentence_word(result, "orders")
+        contextual_view(ORDER, "orders", glove)
+    with pytest.raises(TypeError, match="word must be a string, one of the sentence's words, got int"):
+        contextual_view(ORDER, 5, glove)

@@ -7,27 +7,35 @@ import json
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, raises_saying
 
 from attn_helpers.explorers import heads_explorer, heads_view
-from attn_helpers.explorers._heads import DECIMALS, PANELS
+from attn_helpers.explorers._heads import DECIMALS, HEADS, PANELS, SCORE_DECIMALS
 from attn_helpers.heads_task import TwoBackModel, two_back_batch
 from attn_helpers.training import token_labels
 
 B = 3
 
 
-def model_weights() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Untrained one-head and two-head models' weights, (B, 1, 8, 8) and (B, 2, 8, 8), and the B sequences."""
+def model_weights() -> tuple[torch.Tensor, ...]:
+    """Untrained one-head and two-head models' weights, (B, 1, 8, 8) and (B, 2, 8, 8), their scores (the same
+    shapes), and the B sequences."""
     x, tokens, _ = two_back_batch(B, generator=torch.Generator().manual_seed(5))
-    weights = []
+    weights, scores = [], []
     for num_heads in (1, 2):
         torch.manual_seed(num_heads)
+        model = TwoBackModel(num_heads)
         with torch.no_grad():
-            weights.append(TwoBackModel(num_heads)(x)[1])
-    return weights[0], weights[1], tokens
+            weights.append(model(x)[1])
+            d_k = model.d_model // num_heads
+            q = model.attn.W_q(x).unflatten(-1, (num_heads, d_k)).transpose(1, 2)  # (B, h, 8, d_k)
+            k = model.attn.W_k(x).unflatten(-1, (num_heads, d_k)).transpose(1, 2)  # (B, h, 8, d_k)
+            scores.append(q @ k.transpose(-2, -1) / d_k ** 0.5)  # (B, h, 8, 8)
+    return weights[0], weights[1], scores[0], scores[1], tokens
 
 
-W_ONE, W_TWO, TOKENS = model_weights()
+W_ONE, W_TWO, S_ONE, S_TWO, TOKENS = model_weights()
+SCORES = {"s_one": S_ONE, "s_two": S_TWO}
 LABELS = [token_labels(row) for row in TOKENS]
 
 
@@ -96,9 +104,9 @@ def test_heads_view_checks_its_input():
         heads_view(W_ONE[:2], W_TWO, "1 head", 0)
     with pytest.raises(ValueError, match="panel must be one of '1 head', '2 heads: head 0'"):
         heads_view(W_ONE, W_TWO, "head 0", 0)
-    with pytest.raises(ValueError, match=r"sequence must be an integer between 0 and 2 \(one of the b = 3\)"):
+    with raises_saying(ValueError, "sequence " + INTEGER_BETWEEN + " 0 and 2 (one of the b = 3)"):
         heads_view(W_ONE, W_TWO, "1 head", 3)
-    with pytest.raises(ValueError, match="sequence must be an integer"):
+    with raises_saying(TypeError, "sequence " + INTEGER_BETWEEN, "got 1.0 (a float); pass sequence=1"):
         heads_view(W_ONE, W_TWO, "1 head", 1.0)
     with pytest.raises(TypeError, match="w_one has dtype torch.int64"):
         heads_view(W_ONE.long(), W_TWO, "1 head", 0)
@@ -107,33 +115,67 @@ def test_heads_view_checks_its_input():
 
 
 def test_heads_explorer_checks_the_size_and_the_labels():
-    with pytest.raises(ValueError, match=r"b <= 8 sequences of t <= 8 tokens.*w_one\[:4\], w_two\[:4\]"):
-        heads_explorer(W_ONE.repeat(3, 1, 1, 1), W_TWO.repeat(3, 1, 1, 1), LABELS * 3)
+    with pytest.raises(ValueError, match=r"b <= 8 sequences.*w_one\[:4\], w_two\[:4\]"):
+        heads_explorer(W_ONE.repeat(3, 1, 1, 1), W_TWO.repeat(3, 1, 1, 1), LABELS * 3,
+                       s_one=S_ONE.repeat(3, 1, 1, 1), s_two=S_TWO.repeat(3, 1, 1, 1))
     with pytest.raises(ValueError, match="b lists of t labels"):
-        heads_explorer(W_ONE, W_TWO, LABELS[:2])
-    with pytest.raises(ValueError, match="b lists of t labels"):
-        heads_explorer(W_ONE, W_TWO, [row[:7] for row in LABELS])
+        heads_explorer(W_ONE, W_TWO, LABELS[:2], **SCORES)
+    with pytest.raises(ValueError, match=r"t <= 8 \(more does not fit a phone\) and t labels for each; got t = 8 and "
+                                         r"\[7, 7, 7\] labels"):
+        heads_explorer(W_ONE, W_TWO, [row[:7] for row in LABELS], **SCORES)
     with pytest.raises(ValueError, match="sequence"):
-        heads_explorer(W_ONE, W_TWO, LABELS, sequence=B)
+        heads_explorer(W_ONE, W_TWO, LABELS, sequence=B, **SCORES)
 
 
 def test_the_spec_holds_every_settings_view_and_is_the_same_every_time():
-    spec = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2).spec()
-    again = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2).spec()
+    spec = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2, **SCORES).spec()
+    again = heads_explorer(W_ONE, W_TWO, LABELS, sequence=2, **SCORES).spec()
     assert json.dumps(spec, sort_keys=True) == json.dumps(again, sort_keys=True)
     cells, backs = sorted(spec["datasets"].values(), key=len, reverse=True)
     assert len(cells) == B * 64 and len(backs) == B
     for s in range(B):
         views = [heads_view(W_ONE, W_TWO, panel, s) for panel in PANELS]
-        rows = [r for r in cells if r["s"] == s]
+        rows = [r for r in cells if r["seq"] == s]
         assert [(r["q"], r["k"]) for r in rows] == [(i, j) for i in range(8) for j in range(8)]
         assert [r["by_panel"] for r in rows] == [[v["weights"][r["q"]][r["k"]] for v in views] for r in rows]
-        assert backs[s] == {"s": s, "previous": [v["previous"] for v in views],
+        assert [r["scores"] for r in rows] == [
+            [round(x.item(), SCORE_DECIMALS) for x in (S_ONE[s, 0, r["q"], r["k"]], S_TWO[s, 0, r["q"], r["k"]],
+                                                       S_TWO[s, 1, r["q"], r["k"]])] for r in rows]
+        assert backs[s] == {"seq": s, "previous": [v["previous"] for v in views],
                             "two_back": [v["two_back"] for v in views]}
     params = {p["name"]: p for p in spec["params"]}
     assert params["sequence"]["value"] == 2 and params["sequence"]["bind"]["max"] == B - 1
     assert params["tokens"]["value"] == LABELS
-    assert len(spec["concat"]) == len(PANELS) and spec["columns"] == 2  # small multiples, side by side
-    assert all(panel["width"] == panel["height"] == 8 * 16 for panel in spec["concat"])
+    grid, _ = spec["vconcat"]  # the panels, then the picked row's arithmetic
+    assert len(grid["concat"]) == len(PANELS) and grid["columns"] == 2  # small multiples, side by side
+    assert all(panel["width"] == panel["height"] == 8 * 16 for panel in grid["concat"])
+    assert params["pick"]["value"] == [{"q": 2}] and params["head"]["value"] == [{"p": 1}]
     assert len(json.dumps(spec)) < 100_000
     assert f"one of {B} held-out sequences of 8 tokens" in spec["description"]
+
+
+def test_the_scores_are_the_weights_before_the_softmax():
+    """What the test's model_weights computes, as the chapter's cell does, is what the models' softmax takes."""
+    assert torch.allclose(S_ONE.softmax(-1), W_ONE, atol=1e-6) and torch.allclose(S_TWO.softmax(-1), W_TWO, atol=1e-6)
+
+
+def test_a_heads_row_is_the_softmax_of_its_rounded_scores_key_by_key():
+    for p, panel in enumerate(HEADS):
+        for s in range(B):
+            for q in (0, 5):
+                row = heads_view(W_ONE, W_TWO, panel, s, query=q, **SCORES)["row"]
+                scores = torch.cat([S_ONE, S_TWO], dim=1)[s, p, q].double()  # (8,)
+                kept = torch.tensor([round(x, SCORE_DECIMALS) for x in scores.tolist()], dtype=torch.float64)
+                assert row["scores"] == row["masked"] == kept.tolist()  # the task masks no key
+                assert row["max"] == kept.max().item()
+                assert row["exp"] == pytest.approx((kept - kept.max()).exp().tolist(), abs=1e-12)
+                assert row["sum"] == pytest.approx(sum(row["exp"]), abs=1e-12)
+                assert row["weights"] == pytest.approx(torch.softmax(kept, -1).tolist(), abs=1e-12)
+                cells = heads_view(W_ONE, W_TWO, panel, s, decimals=None)["weights"][q]
+                assert max(abs(a - b) for a, b in zip(row["weights"], cells, strict=True)) < 0.01, (panel, s, q)
+    assert heads_view(W_ONE, W_TWO, "2 heads: average", 0, **SCORES)["row"] is None  # not a softmax
+    assert "row" not in heads_view(W_ONE, W_TWO, "1 head", 0)  # no scores given
+    with pytest.raises(ValueError, match=r"s_two must be the scores q·k/√d_k behind the weights, of their shape"):
+        heads_view(W_ONE, W_TWO, "1 head", 0, s_one=S_ONE, s_two=S_TWO[:, :1])
+    with raises_saying(ValueError, "query " + INTEGER_BETWEEN + " 0 and 7"):
+        heads_view(W_ONE, W_TWO, "1 head", 0, query=8, **SCORES)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, POSITIVE_INTEGER, TRUE_OR_FALSE, raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import mask_explorer, mask_view, rounded
@@ -62,13 +63,13 @@ def test_a_query_with_no_key_left_gets_all_zero_weights_as_in_ah_attention():
 def test_mask_view_checks_its_input():
     with pytest.raises(ValueError, match=r"\(t, t\) matrix"):
         mask_view(SCORES[:, :4], False, 4)
-    with pytest.raises(ValueError, match="length must be an integer between 1 and 6"):
+    with raises_saying(ValueError, "length " + INTEGER_BETWEEN + " 1 and 6"):
         mask_view(SCORES, False, 0)
-    with pytest.raises(ValueError, match="length must be an integer between 1 and 6"):
+    with raises_saying(ValueError, "length " + INTEGER_BETWEEN + " 1 and 6"):
         mask_view(SCORES, False, 7)
-    with pytest.raises(ValueError, match="window must be a positive integer or None"):
+    with raises_saying(ValueError, "window " + POSITIVE_INTEGER + " or None"):
         mask_view(SCORES, False, 3, window=0)
-    with pytest.raises(TypeError, match="causal must be True or False"):
+    with raises_saying(TypeError, "causal " + TRUE_OR_FALSE):
         mask_view(SCORES, "yes", 3)
     with pytest.raises(TypeError, match="torch.Tensor"):
         mask_view(SCORES.tolist(), False, 3)

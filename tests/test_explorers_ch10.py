@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from messages import INTEGER_BETWEEN, POSITIVE_INTEGER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers.explorers import tile_walk_explorer, tile_walk_view
@@ -100,7 +101,8 @@ def test_the_explorer_holds_every_state_rounded():
     q, k, v = inputs(8, 8)
     spec = tile_walk_explorer(q, k, v, 2, 2, causal=True).spec()
     data = spec["datasets"]
-    states = next(rows for rows in data.values() if rows and set(rows[0]) == {"step", "query", "m", "l", "i"})
+    fields = {"step", "query", "m", "l", "m0", "l0", "i"}
+    states = next(rows for rows in data.values() if rows and set(rows[0]) == fields)
     assert all(row["i"] == row["query"] for row in states)  # "i": the query, as the picked row names it
     outs = next(rows for rows in data.values() if rows and "o" in rows[0])
     for step in (0, 1, 5, 10):
@@ -132,11 +134,130 @@ def test_the_same_input_gives_the_same_specification():
 
 def test_tile_walk_view_checks_its_input():
     q, k, v = inputs(8, 8)
-    with pytest.raises(ValueError, match=r"step must be an integer between 0 and 10 \(the number of tiles computed\)"):
+    with raises_saying(ValueError, "step " + INTEGER_BETWEEN + " 0 and 10 (the number of tiles computed)"):
         tile_walk_view(q, k, v, 2, 2, 11, causal=True)
     with pytest.raises(ValueError, match="takes one sequence: q must be 2-D"):
         tile_walk_view(q[None], k[None], v[None], 2, 2, 0)
-    with pytest.raises(ValueError, match="block_k must be a positive integer"):
+    with raises_saying(ValueError, "block_k " + POSITIVE_INTEGER):
         tile_walk_view(q, k, v, 2, 0, 0)
     with pytest.raises(ValueError, match="causal=True with t_q=8 queries but t_k=4 keys"):
         tile_walk_explorer(q, k[:4], v[:4], 2, 2, causal=True)
+
+
+@pytest.mark.parametrize("t_q, t_k, block_q, block_k, causal", WALKS)
+def test_the_view_shows_the_tile_its_factor_and_the_step_before(t_q, t_k, block_q, block_k, causal):
+    """``scores`` are the tile's scores, ``factor`` is exp(m_old − m_new) for each of its queries an earlier tile
+    reached (computed here from the two steps' m), and ``before`` is the view of the step before."""
+    q, k, v = inputs(t_q, t_k, seed=3)
+    allowed = ah.causal_mask(t_q, t_k) if causal else torch.ones(t_q, t_k, dtype=torch.bool)
+    n = ah.flash.tile_counts(t_q, t_k, block_q, block_k, causal)["computed"]
+    views = [tile_walk_view(q, k, v, block_q, block_k, step, causal) for step in range(n + 1)]
+    assert views[0]["scores"] is None and views[0]["before"] is None and views[0]["factor"] == [None] * t_q
+    for step in range(1, n + 1):
+        view, previous = views[step], views[step - 1]
+        tile = view["tile"]
+        s = (q[tile.rows] @ k[tile.cols].T / math.sqrt(q.shape[1])).masked_fill(~allowed[tile.rows, tile.cols],
+                                                                               -math.inf)
+        assert torch.allclose(torch.tensor(view["scores"], dtype=torch.float64), s, rtol=0, atol=1e-12)
+        assert view["before"] == {name: previous[name] for name in ("reached", "m", "l", "output")}
+        for i in range(t_q):
+            if tile.rows.start <= i < tile.rows.stop and previous["reached"][i]:
+                assert view["factor"][i] == pytest.approx(math.exp(previous["m"][i] - view["m"][i]), rel=1e-12)
+                assert (view["factor"][i] < 1) == (view["m"][i] > previous["m"][i])  # below 1 where m rises
+            else:
+                assert view["factor"][i] is None, (step, i)
+
+
+def test_flash_forward_tells_its_counter_the_state_after_each_tile():
+    """``Traffic.state`` gets every tile of the walk, in order, with the m, ℓ and accumulator that the next tile of
+    its row starts from (``hold``), and a row's last state gives flash_forward's output and L."""
+    q, k, v = inputs(7, 9, seed=4)
+    recorder = Recorder()
+    states = []
+    recorder.state = lambda tile, s, alpha, m, l, acc: states.append((tile, s, alpha, m, l, acc))  # noqa: E741
+    o, L = ah.flash.flash_forward(q, k, v, causal=True, block_q=3, block_k=2, traffic=recorder)
+    walk = list(ah.flash.tiles(7, 9, 3, 2, causal=True))
+    assert [state[0] for state in states] == walk
+    for n, (tile, s, alpha, m, ell, acc) in enumerate(states):
+        assert s.shape == (tile.rows.stop - tile.rows.start, tile.cols.stop - tile.cols.start)
+        assert alpha.shape == m.shape == ell.shape == (s.shape[0], 1) and acc.shape == (s.shape[0], 3)
+        if n + 1 < len(walk) and walk[n + 1].rows == tile.rows:  # the next tile of the row starts from it
+            m_next, l_next, acc_next = recorder.held[n + 1]
+            assert torch.equal(m, m_next) and torch.equal(ell, l_next) and torch.equal(acc, acc_next)
+        else:  # the row's last tile: its output and L
+            assert torch.equal(acc / ell, o[tile.rows]) and torch.equal(m + ell.log(), L[tile.rows])
+
+
+def test_the_explorer_computes_no_softmax_of_its_own():
+    """The walk is replayed from flash_forward's record: the explorer's module takes no maximum and no exp."""
+    import ast
+    import inspect
+
+    from attn_helpers.explorers import _tile_figure, _tiles
+
+    arithmetic = {"exp", "amax", "maximum", "logsumexp", "softmax", "finite_or_zero"}
+    for module in (_tiles, _tile_figure):
+        called = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                  for node in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(node, ast.Call)}
+        assert not called & arithmetic, (module.__name__, called & arithmetic)
+
+
+def test_the_explorer_holds_the_ghosts_the_factors_and_the_scores():
+    q, k, v = inputs(8, 8)
+    data = tile_walk_explorer(q, k, v, 2, 2, causal=True).spec()["datasets"]
+    rows = next(rows for rows in data.values() if rows and "m0" in rows[0])
+    outs = next(rows for rows in data.values() if rows and "o0" in rows[0])
+    scores = next(rows for rows in data.values() if rows and set(rows[0]) == {"step", "i", "j", "s"})
+    captions = next(rows for rows in data.values() if rows and "factors" in rows[0])
+    for step in range(11):
+        view = tile_walk_view(q, k, v, 2, 2, step, causal=True)
+        again = [i for i, a in enumerate(view["factor"]) if a is not None]
+        shown = {row["query"]: row for row in rows if row["step"] == step and row["m0"] is not None}
+        assert sorted(shown) == again
+        assert all(row["l0"] is None for row in rows if row["step"] == step and row["query"] not in again)
+        for i in again:
+            assert (shown[i]["m0"], shown[i]["l0"]) == pytest.approx(
+                (view["before"]["m"][i], view["before"]["l"][i]), rel=1e-7)
+            assert [o["o0"] for o in outs if o["step"] == step and o["query"] == i] == pytest.approx(
+                view["before"]["output"][i], rel=1e-7, abs=1e-12)
+        caption = next(row for row in captions if row["step"] == step)
+        assert numbers_in(caption["factors_label"]) == pytest.approx([x for i in again
+                                                                      for x in (i, view["factor"][i])], rel=1e-7)
+        cells = [row for row in scores if row["step"] == step]
+        if step:
+            tile = view["tile"]
+            assert {(row["i"], row["j"]) for row in cells} == {(i, j) for i in range(tile.rows.start, tile.rows.stop)
+                                                               for j in range(tile.cols.start, tile.cols.stop)}
+            for row in cells:
+                expected = view["scores"][row["i"] - tile.rows.start][row["j"] - tile.cols.start]
+                assert row["s"] is None if math.isinf(expected) else row["s"] == pytest.approx(expected, rel=1e-7)
+        else:
+            assert not cells and caption["factors"] == ""
+
+
+def numbers_in(label: str) -> list[float]:
+    import re
+
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", label.partition(":")[2])]
+
+
+def test_plot_tile_walk_draws_one_row_a_step_and_checks_its_steps():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    q, k, v = inputs(8, 8)
+    fig = ah.explorers.plot_tile_walk(q, k, v, 2, 2, [4, 5, 6], causal=True)
+    assert len(fig.axes) == 6
+    titles = [ax.get_title() for ax in fig.axes[::2]]
+    assert titles == ["tile 4 of 10: queries 4–5,\nkeys 0–1", "tile 5 of 10: queries 4–5,\nkeys 2–3",
+                      "tile 6 of 10: queries 4–5,\nkeys 4–5"]
+    factors = [t.get_text() for t in fig.axes[5].texts]  # tile 6: query 4 (m unchanged) and query 5
+    view = tile_walk_view(q, k, v, 2, 2, 6, causal=True)
+    assert factors == [f"×{view['factor'][4]:.2f}", f"×{view['factor'][5]:.2f}"] and factors[0] == "×1.00"
+    plt.close(fig)
+    with raises_saying(ValueError, "step " + POSITIVE_INTEGER):
+        ah.explorers.plot_tile_walk(q, k, v, 2, 2, [0], causal=True)
+    with pytest.raises(ValueError, match="steps must name at least one step"):
+        ah.explorers.plot_tile_walk(q, k, v, 2, 2, [], causal=True)

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from messages import MUST_BE_EVEN, POSITIVE_INTEGER, TOKEN_IDS, TOKEN_RANGE, raises_saying
 
 from attn_helpers import extrapolation, long_context, position, sliding_window
 
@@ -82,11 +83,11 @@ def test_training_is_seeded_and_learns():
 def test_bad_input_says_what_to_do():
     with pytest.raises(ValueError, match="scheme must be one of"):
         extrapolation.PositionModel("t5", vocab_size=10)
-    with pytest.raises(ValueError, match="must be even"):
+    with raises_saying(ValueError, MUST_BE_EVEN):
         extrapolation.PositionModel("rope", vocab_size=10, d_model=12, num_heads=4)
-    with pytest.raises(ValueError, match="token ids must lie in 0 … 9"):
+    with raises_saying(ValueError, TOKEN_RANGE + " 0 … 9"):
         extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([[3, 10]]))
-    with pytest.raises(ValueError, match="tokens must be a non-empty \\(b, t\\) tensor"):
+    with raises_saying(ValueError, "tokens must be a non-empty (b, t) " + TOKEN_IDS):
         extrapolation.PositionModel("none", vocab_size=10)(torch.tensor([3, 4]))
     for scheme in ("learned", "sinusoidal", "alibi", "none"):
         for wrong in ({"theta": position.frequencies(8)}, {"factor": 1.2}):
@@ -97,7 +98,7 @@ def test_bad_input_says_what_to_do():
     with pytest.raises(ValueError, match="numbering must be 'text'"):
         extrapolation.decode(extrapolation.PositionModel("rope", vocab_size=10), torch.tensor([[3, 4]]), 2,
                              numbering="slot")
-    with pytest.raises(ValueError, match="steps must be a positive integer"):
+    with raises_saying(ValueError, "steps " + POSITIVE_INTEGER):
         extrapolation.train(extrapolation.PositionModel("none", vocab_size=10), steps=0)
 
 

@@ -5,6 +5,7 @@ from functools import partial
 
 import pytest
 import torch
+from messages import POSITIVE_INTEGER, TRUE_OR_FALSE, raises_saying
 
 import attn_helpers as ah
 from attn_helpers import flash, traffic
@@ -175,7 +176,7 @@ def test_the_traffic_depends_on_the_outer_block_alone():  # why fitted_blocks cu
     standard = traffic.Traffic()
     traffic.standard_attention(q, k, v, standard)
     assert standard.total / moved(64, 42) > 1.9  # about M / 2d² = 2 at this t; the old blocks gave less than 1.5
-    with pytest.raises(ValueError, match="M must be a positive integer"):
+    with raises_saying(ValueError, "M " + POSITIVE_INTEGER):
         traffic.Traffic(M=0)
 
 
@@ -234,17 +235,17 @@ def test_bfloat16_accumulates_in_float32():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"block_q": 0}, ValueError, "block_q must be a positive integer"),
-    ({"block_k": 2.5}, ValueError, "block_k must be a positive integer"),
-    ({"block_k": True}, ValueError, "a bool"),
-    ({"causal": 1}, TypeError, "causal must be True or False"),
+    ({"block_q": 0}, ValueError, "block_q " + POSITIVE_INTEGER),
+    ({"block_k": 2.5}, TypeError, "block_k " + POSITIVE_INTEGER),
+    ({"block_k": True}, TypeError, "a bool"),
+    ({"causal": 1}, TypeError, "causal " + TRUE_OR_FALSE),
     ({"mask": torch.ones(6, 5, dtype=torch.bool)}, ValueError, "cannot be cut into the tiles"),
     ({"mask": torch.ones(3, 5, 6, dtype=torch.bool)}, ValueError, "may not add leading dimensions"),
     ({"mask": torch.zeros(5, 6)}, TypeError, "bool mask"),
 ])
 def test_bad_settings_raise_clear_errors(kwargs, error, match):
     q, k, v = qkv(5, 6, lead=())
-    with pytest.raises(error, match=match):
+    with raises_saying(error, match):
         flash.flash_forward(q, k, v, **kwargs)
 
 
@@ -259,11 +260,11 @@ def test_mismatched_shapes_raise_clear_errors():
     o, L = flash.flash_forward(q, k, v)
     with pytest.raises(ValueError, match="pass what flash_forward returned"):
         flash.flash_backward(q, k, v, o, L[..., :3, :], o)
-    with pytest.raises(ValueError, match="t_q must be a positive integer"):
+    with raises_saying(ValueError, "t_q " + POSITIVE_INTEGER):
         flash.tile_counts(0, 4, 2, 2)
-    with pytest.raises(ValueError, match="M must be a positive integer"):
+    with raises_saying(ValueError, "M " + POSITIVE_INTEGER):
         traffic.paper_blocks(-1, 8)
-    with pytest.raises(TypeError, match="keys_outside must be True or False"):
+    with raises_saying(TypeError, "keys_outside " + TRUE_OR_FALSE):
         flash.flash_backward(q, k, v, o, L, o, keys_outside="yes")
 
 

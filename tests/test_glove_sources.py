@@ -6,6 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
+from messages import POSITIVE_INTEGER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers import glove as glove_module
@@ -38,13 +39,18 @@ def test_default_dims_follow_torchtext(tmp_path):
         ah.GloVe(name="twitter.27B", cache=tmp_path)
 
 
+@pytest.mark.parametrize("kwargs", [{"dim": "50"}, {"dim": True}])
+def test_a_dim_of_the_wrong_kind_is_a_type_error(kwargs):
+    with raises_saying(TypeError, "dim " + POSITIVE_INTEGER, f"{kwargs['dim']!r} (a "):
+        ah.GloVe(**kwargs)
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    ({"dim": "50"}, r"got dim='50' \(a string\); pass dim=50"),
-    ({"dim": True}, r"dim must be a positive integer, got True"),
+    ({"dim": 0}, "dim " + POSITIVE_INTEGER + ", got 0"),
     ({"name": "42B", "dim": 100}, r"GloVe 42B comes in dimensions \(300,\), got dim=100"),
     ({"name": "twitter.27B", "dim": 300}, r"dimensions \(25, 50, 100, 200\)"),
     ({"name": "6b"}, r"Only GloVe '6B', '42B', '840B', 'twitter.27B' exist.*got name='6b'"),
-    ({"max_vectors": 0}, "max_vectors must be a positive integer"),
+    ({"max_vectors": 0}, "max_vectors " + POSITIVE_INTEGER),
     ({"name": "42B"}, r"glove\.42B\.300d\.zip \(about 1\.75 GB\).*nlp\.stanford\.edu/projects/glove"),
     ({"name": "twitter.27B", "dim": 50}, r"glove\.twitter\.27B\.zip \(about 1\.42 GB\)"),
 ])

@@ -3,6 +3,7 @@
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from messages import DOES_NOT_DIVIDE
 
 import attn_helpers as ah
 from attn_helpers.heads_task import (
@@ -48,7 +49,7 @@ def test_training_is_reproducible_and_reports_what_it_measured():
 @pytest.mark.parametrize("call, message", [
     (lambda: two_back_batch(2, seq_len=2), "at least 3"),
     (lambda: two_back_batch(2, vocab_size=1), "vocab_size"),
-    (lambda: TwoBackModel(3), "does not divide"),
+    (lambda: TwoBackModel(3), DOES_NOT_DIVIDE),
     (lambda: train_two_back(ah.MultiHeadAttention(16, 2)), "TwoBackModel"),
     (lambda: train_two_back(TwoBackModel(2), steps=0), "steps"),
     (lambda: two_back_loss(torch.zeros(2, 8, 8), torch.zeros(2, 8, 2, dtype=torch.long)), r"\(b, t, 2, vocab_size\)"),

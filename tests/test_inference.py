@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from messages import DOES_NOT_DIVIDE, TOKEN_IDS, raises_saying
 
 import attn_helpers as ah
 from attn_helpers.cost import TensorMemoryTracker
@@ -71,13 +72,14 @@ def test_gqa_never_copies_the_keys_per_query_head():
 
 
 @pytest.mark.parametrize("q, k, v, mask, match", [
-    (randn(8, 1, 4), randn(1, 2, 3, 4), randn(1, 2, 3, 4), None, r"\(b, heads, t, d\)"),
-    (randn(1, 8, 1, 4), randn(1, 3, 3, 4), randn(1, 3, 3, 4), None, "g must divide h"),
+    (randn(8, 1, 4), randn(1, 2, 3, 4), randn(1, 2, 3, 4), None, "(b, heads, t, d)"),
+    (randn(1, 8, 1, 4), randn(1, 3, 3, 4), randn(1, 3, 3, 4), None,
+     "num_kv_heads=3 " + DOES_NOT_DIVIDE + " num_heads=8"),
     (randn(1, 8, 1, 4), randn(1, 2, 3, 4), randn(1, 4, 3, 4), None, "same number g"),
     (randn(1, 8, 1, 4), randn(1, 2, 3, 4), randn(1, 2, 3, 4), torch.ones(1, 1, 1, 3, dtype=torch.bool), "mask"),
 ])
 def test_gqa_rejects_bad_shapes(q, k, v, mask, match):
-    with pytest.raises(ValueError, match=match):
+    with raises_saying(ValueError, match):
         grouped_query_attention(q, k, v, mask)
 
 
@@ -157,7 +159,8 @@ def test_gqa_module_rejects_input_of_the_wrong_width():
 
 
 @pytest.mark.parametrize("args, match", [
-    ((16, 4, 3), "num_kv_heads=3 does not divide num_heads=4"), ((16, 3), "num_heads=3 does not divide d_model=16"),
+    ((16, 4, 3), "num_kv_heads=3 " + DOES_NOT_DIVIDE + " num_heads=4"),
+    ((16, 3), "num_heads=3 " + DOES_NOT_DIVIDE + " d_model=16"),
     ((16, 0), "positive"),
 ])
 def test_gqa_module_rejects_bad_sizes(args, match):
@@ -220,13 +223,13 @@ def test_cache_bytes_per_token_matches_the_tensors(decoder):
 
 
 @pytest.mark.parametrize("tokens, caches, err, match", [
-    (torch.zeros(1, 3), None, ValueError, "integer ids"),
-    (torch.zeros(3, dtype=torch.long), None, ValueError, "integer ids"),
+    (torch.zeros(1, 3), None, TypeError, TOKEN_IDS),
+    (torch.zeros(3, dtype=torch.long), None, ValueError, TOKEN_IDS),
     (torch.full((1, 3), 20), None, ValueError, "0 … 19"),
     (torch.zeros(1, 3, dtype=torch.long), [], ValueError, "one cache per layer"),
 ])
 def test_decoder_rejects_bad_input(decoder, tokens, caches, err, match):
-    with pytest.raises(err, match=match):
+    with raises_saying(err, match):
         decoder(tokens, caches)
 
 

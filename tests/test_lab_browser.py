@@ -67,15 +67,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def learners_lab(tmp_path: Path, notebooks: dict[str, str]) -> Iterator[tuple[str, str]]:
-    """The learners' JupyterLab serving a folder that holds ``notebooks`` (name -> text); yields (base URL, token)."""
+def learners_lab(tmp_path: Path, notebooks: dict[str, str], settings: dict | None = None) -> Iterator[tuple[str, str]]:
+    """The learners' JupyterLab serving a folder that holds ``notebooks`` (name -> text), with ``settings`` (file ->
+    value) besides the test's own; yields (base URL, token)."""
     if not CHROMIUM.is_file():
         skip_or_fail(f"The JupyterLab browser test needs Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
     folder = tmp_path / "my-notebooks"
     folder.mkdir()
     for name, text in notebooks.items():
         (folder / name).write_text(text, encoding="utf-8")
-    for name, value in SETTINGS.items():
+    for name, value in {**SETTINGS, **(settings or {})}.items():
         (tmp_path / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "settings" / name).write_text(json.dumps(value))
     port, token = free_port(), secrets.token_hex(16)
@@ -237,6 +238,44 @@ def test_an_explorer_moves_in_jupyter_without_running_a_cell(tmp_path, interface
     for T, weights in shown.items():
         assert weights == pytest.approx(ah.explorers.temperature_view(scores, T)["weights"], abs=1e-6), f"T = {T}"
     assert kernels == 0, "a kernel was running while the explorer moved"
+
+
+# The WCAG contrast of every text of an explorer against its background, in the browser: [text, ratio] each.
+TEXT_CONTRASTS = """svg => {
+    const rgb = c => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+    const luminance = c => rgb(c).map(v => v / 255).map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+        .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    let drawnOn = svg;  // Vega paints the background as the svg's own background colour; else an ancestor's shows
+    while (drawnOn.parentElement && /^rgba\\(.*, 0\\)$|^transparent$/.test(getComputedStyle(drawnOn).backgroundColor)) {
+        drawnOn = drawnOn.parentElement;
+    }
+    const background = getComputedStyle(drawnOn).backgroundColor;
+    return [...svg.querySelectorAll('text')].filter(t => t.textContent.trim()).map(t => {
+        const [a, b] = [luminance(getComputedStyle(t).fill), luminance(background)].sort((x, y) => y - x);
+        return [t.textContent, (a + 0.05) / (b + 0.05)];
+    });
+}"""
+
+
+def test_an_explorer_reads_in_jupyterlabs_dark_theme(tmp_path):
+    """With JupyterLab's dark theme, vega-embed's dark theme paints the background #333 and would leave the
+    explorers' own text black on it; the explorer's light colours are its own, so every text keeps a contrast of
+    at least 4.5 (WCAG AA) with the background it is drawn on."""
+    from playwright.sync_api import sync_playwright
+
+    dark = {"@jupyterlab/apputils-extension/themes.jupyterlab-settings": {"theme": "JupyterLab Dark"}}
+    edition = as_text(learner_edition(EXPLORER_CHAPTER))
+    with (learners_lab(tmp_path, {EXPLORER_CHAPTER.name: edition}, dark) as (base, token),
+          sync_playwright() as playwright, desktop_page(playwright) as page):
+        page.goto(f"{base}/lab/tree/{EXPLORER_CHAPTER.name}?token={token}")
+        svg = page.locator(".jp-RenderedVegaLite svg").first
+        svg.wait_for(timeout=TIMEOUT_MS)
+        theme = page.evaluate("() => document.body.dataset.jpThemeLight")
+        contrasts = svg.evaluate(TEXT_CONTRASTS)
+    assert theme == "false", "JupyterLab did not start in its dark theme"
+    assert len(contrasts) > 10, contrasts
+    low = [(text, round(ratio, 2)) for text, ratio in contrasts if ratio < 4.5]
+    assert not low, f"texts of the explorer hard to read in JupyterLab's dark theme: {low}"
 
 
 SOLUTIONS_CHAPTER = ROOT / "chapters" / "05_multi_head.ipynb"  # solutions with code, outputs and prose

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from messages import DOES_NOT_DIVIDE, MUST_BE_EVEN, POSITIVE_INTEGER, TRUE_OR_FALSE, raises_saying
 
 from attn_helpers.latent import LatentAttention, LatentCache
 
@@ -56,11 +57,13 @@ def test_cache_bytes(layer):
     assert isinstance(cache.extend(cache.c, cache.k_rope), LatentCache)
 
 
-@pytest.mark.parametrize("args, match", [
-    ((30, 4, 12, 4), "divide"), ((32, 4, 12, 3), "even"), ((32, 0, 12, 4), "num_heads"), ((32, 4, True, 4), "d_c"),
+@pytest.mark.parametrize("args, error, said", [
+    ((30, 4, 12, 4), ValueError, DOES_NOT_DIVIDE), ((32, 4, 12, 3), ValueError, MUST_BE_EVEN),
+    ((32, 0, 12, 4), ValueError, "num_heads " + POSITIVE_INTEGER),
+    ((32, 4, True, 4), TypeError, "d_c " + POSITIVE_INTEGER),
 ])
-def test_bad_construction(args, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_construction(args, error, said):
+    with raises_saying(error, said):
         LatentAttention(*args)
 
 
@@ -91,7 +94,7 @@ def test_absorbed_never_builds_per_head_keys(layer, absorb, per_token):
 
 
 def test_absorb_must_be_a_bool(layer):
-    with pytest.raises(TypeError, match="absorb must be True or False"):
+    with raises_saying(TypeError, "absorb " + TRUE_OR_FALSE):
         layer(x_of(), absorb="no")
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from messages import NUMBER_IN, raises_saying
 
 from attn_helpers.linear_attention import (
     LinearAttentionHead,
@@ -66,11 +67,14 @@ def test_head_matches_parallel_form():
     assert (weights.triu(1) == 0).all()
 
 
-@pytest.mark.parametrize("decay", [0.0, 1.5, True, "0.9", float("nan"), torch.ones(2)])
-def test_bad_decay(decay):
+@pytest.mark.parametrize("decay, error", [
+    (0.0, ValueError), (1.5, ValueError), (float("nan"), ValueError), (True, TypeError), ("0.9", TypeError),
+    (torch.ones(2), TypeError),
+])
+def test_bad_decay(decay, error):
     q, k, v = qkv()
     for call in (lambda: parallel(q, k, v, decay), lambda: recurrent(q, k, v, decay), lambda: decay_mask(3, decay)):
-        with pytest.raises(ValueError, match=r"decay must be a number in \(0, 1\] \(each step multiplies the state"):
+        with raises_saying(error, "decay " + NUMBER_IN + " (0, 1] (each step multiplies the state"):
             call()
 
 

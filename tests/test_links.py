@@ -244,7 +244,7 @@ def test_citations_and_bibliography_agree():
     assert checked >= 5 and not problems, "\n".join(problems) or "too few citations found"
 
 
-EXPLORER_BLOCK = re.compile(r'<div class="book-explorer"><script type="application/json">(.*?)</script>', re.S)
+EXPLORER_BLOCK = re.compile(r'<div class="book-explorer"[^>]*><script type="application/json">(.*?)</script>', re.S)
 SCRIPT_SRC = re.compile(r'<script src="([^"]+)"')
 
 

@@ -27,11 +27,12 @@ import re
 import textwrap
 from pathlib import Path
 
+import book_toc
 import nbformat
 import pytest
 
 ROOT = Path(__file__).parent.parent
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 # A fence that opens a Python listing: ```python, ```py, ```{code-block} python, ~~~python …
 OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?:\{code(?:-block)?\}[ \t]*)?(?:python3?|py)\b")
 MARK = re.compile(r"^[ \t]*<!-- listing: (?P<mark>.*?) -->[ \t]*$")

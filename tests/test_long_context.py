@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from messages import MUST_BE_EVEN, POSITIVE_INTEGER, POSITIVE_NUMBER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers import long_context, position
@@ -163,23 +164,25 @@ def test_yarn_attention_factor():
     assert math.isclose(long_context.yarn_attention_factor(16), 0.1 * math.log(16) + 1)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: long_context.halves_order(7), "must be even"),
-    (lambda: long_context.halves_order(True), "a bool"),
-    (lambda: long_context.rope_halves(torch.randn(3, 5)), "must be even"),
-    (lambda: long_context.rope_halves(torch.randn(3, 4), positions=[0, 1]), "positions must hold t = 3"),
-    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), torch.ones(3)), "d/2 = 2 frequencies"),
-    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), [1.0, 0.5]), "d/2 = 2 frequencies"),
-    (lambda: long_context.alibi_slopes(0), "positive integer"),
-    (lambda: long_context.alibi_bias(2, 5, 3), "t_q=5 queries but only t_k=3"),
-    (lambda: long_context.interpolation(position.frequencies(8), 0.5), "at least 1"),
-    (lambda: long_context.ntk_aware(8, "2"), "at least 1"),
-    (lambda: long_context.ntk_aware(2, 2), "d must be at least 4 for NTK-aware scaling"),
-    (lambda: long_context.yarn(8, 2, 0), "trained_len must be a positive integer"),
-    (lambda: long_context.yarn(8, 2, 16, alpha=2, beta=2), "beta must be a finite number larger than 2"),
-    (lambda: long_context.yarn(8, 2, 16, alpha=0), "alpha must be a positive finite number"),
-    (lambda: long_context.yarn_attention_factor(float("inf")), "at least 1"),
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: long_context.halves_order(7), ValueError, MUST_BE_EVEN),
+    (lambda: long_context.halves_order(True), TypeError, "a bool"),
+    (lambda: long_context.rope_halves(torch.randn(3, 5)), ValueError, MUST_BE_EVEN),
+    (lambda: long_context.rope_halves(torch.randn(3, 4), positions=[0, 1]), ValueError, "positions must hold t = 3"),
+    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), torch.ones(3)), ValueError, "d/2 = 2 frequencies"),
+    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), [1.0, 0.5]), TypeError, "d/2 = 2 frequencies"),
+    (lambda: long_context.rope_with_frequencies(torch.randn(3, 4), torch.ones(2), torch.tensor([1j, 2j, 3j])),
+     TypeError, "positions must be numbers"),
+    (lambda: long_context.alibi_slopes(0), ValueError, "h " + POSITIVE_INTEGER),
+    (lambda: long_context.alibi_bias(2, 5, 3), ValueError, "t_q=5 queries but only t_k=3"),
+    (lambda: long_context.interpolation(position.frequencies(8), 0.5), ValueError, "at least 1"),
+    (lambda: long_context.ntk_aware(8, "2"), TypeError, "at least 1"),
+    (lambda: long_context.ntk_aware(2, 2), ValueError, "d must be at least 4 for NTK-aware scaling"),
+    (lambda: long_context.yarn(8, 2, 0), ValueError, "trained_len " + POSITIVE_INTEGER),
+    (lambda: long_context.yarn(8, 2, 16, alpha=2, beta=2), ValueError, "beta must be a finite number larger than 2"),
+    (lambda: long_context.yarn(8, 2, 16, alpha=0), ValueError, "alpha " + POSITIVE_NUMBER),
+    (lambda: long_context.yarn_attention_factor(float("inf")), ValueError, "at least 1"),
 ])
-def test_bad_input_says_what_to_do(call, message):
-    with pytest.raises((ValueError, TypeError), match=message):
+def test_bad_input_says_what_to_do(call, error, message):
+    with raises_saying(error, message):
         call()

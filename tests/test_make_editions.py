@@ -18,7 +18,7 @@ from book_editions.learner_copies import ASIDE, MANIFEST, place, report
 from book_editions.learners import as_text, learner_edition
 from make_editions import main as make_editions_main
 
-from attn_helpers.checks._answer import SOLUTION_RE, waiting_note
+from attn_helpers.checks.protocol import SOLUTION_RE, waiting_note
 
 HEADING = re.compile(r"^(#{1,6})\s")
 

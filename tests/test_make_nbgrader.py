@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import book_toc
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -24,7 +25,7 @@ from book_editions.exercise_cells import find_exercises, is_solution  # noqa: E4
 from book_editions.nbgrader_course import BEGIN, END, POINTS, as_comments, make_nbgrader, nbgrader_source  # noqa: E402
 from make_nbgrader import main as make_nbgrader_main  # noqa: E402
 
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = book_toc.chapters()
 MYST = re.compile(r"\{[a-z][a-z0-9_:-]*\}`|^\s*(`{3,}|:{3,})\{|^\s*:[a-z-]+:|\$\$\s*\([^)\s]+\)\s*$", re.MULTILINE)
 HAVE_NBGRADER = importlib.util.find_spec("nbgrader") is not None
 

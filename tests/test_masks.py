@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from messages import NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, raises_saying
 from torch import nn
 
 import attn_helpers as ah
@@ -34,19 +35,19 @@ def test_padding_mask_accepts_tensor_and_max_len():
     assert padding_mask((0, 2)).int().tolist() == [[0, 0], [1, 1]]
 
 
-@pytest.mark.parametrize("lengths, max_len, message", [
-    ([], None, "non-empty list"),
-    ("abc", None, "non-empty list"),
-    ([2, -1], None, "every length must be a non-negative integer, got -1"),
-    ([2, 1.5], None, "every length must be a non-negative integer"),
-    ([2, True], None, "every length must be a non-negative integer, got True \\(a bool"),
-    ([3, 5], 4, "max_len=4"),
-    ([3], 0, "max_len must be a positive integer"),
-    (torch.tensor([[1, 2]]), None, "1-D integer tensor"),
-    (torch.tensor([1.0, 2.0]), None, "1-D integer tensor"),
+@pytest.mark.parametrize("lengths, max_len, error, message", [
+    ([], None, ValueError, "non-empty list"),
+    ("abc", None, TypeError, "lengths must be a list of sequence lengths, got 'abc' (str)"),
+    ([2, -1], None, ValueError, "every length " + NON_NEGATIVE_INTEGER + ", got -1"),
+    ([2, 1.5], None, TypeError, "every length " + NON_NEGATIVE_INTEGER),
+    ([2, True], None, TypeError, "every length " + NON_NEGATIVE_INTEGER + ", got True (a bool"),
+    ([3, 5], 4, ValueError, "max_len=4"),
+    ([3], 0, ValueError, "max_len " + POSITIVE_INTEGER),
+    (torch.tensor([[1, 2]]), None, ValueError, "1-D integer tensor"),
+    (torch.tensor([1.0, 2.0]), None, TypeError, "lengths must be whole numbers"),
 ])
-def test_padding_mask_rejects_bad_input(lengths, max_len, message):
-    with pytest.raises(ValueError, match=message):
+def test_padding_mask_rejects_bad_input(lengths, max_len, error, message):
+    with raises_saying(error, message):
         padding_mask(lengths, max_len)
 
 
@@ -81,14 +82,14 @@ def test_causal_mask_matches_sdpa_is_causal_when_square():
     assert torch.allclose(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-6)
 
 
-@pytest.mark.parametrize("args, message", [
-    ((0,), "t_q must be a positive integer"),
-    ((2.0,), r"t_q must be a positive integer, got 2.0 \(a float\); pass t_q=2"),
-    ((3, 2), "Use t_k >= t_q"),
-    ((2, 0), "t_k must be a positive integer"),
+@pytest.mark.parametrize("args, error, message", [
+    ((0,), ValueError, "t_q " + POSITIVE_INTEGER),
+    ((2.0,), TypeError, "t_q " + POSITIVE_INTEGER + ", got 2.0 (a float); pass t_q=2"),
+    ((3, 2), ValueError, "Use t_k >= t_q"),
+    ((2, 0), ValueError, "t_k " + POSITIVE_INTEGER),
 ])
-def test_causal_mask_rejects_bad_sizes(args, message):
-    with pytest.raises(ValueError, match=message):
+def test_causal_mask_rejects_bad_sizes(args, error, message):
+    with raises_saying(error, message):
         causal_mask(*args)
 
 

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from messages import DOES_NOT_DIVIDE, POSITIVE_INTEGER, raises_saying
 from torch import nn
 
 import attn_helpers as ah
@@ -85,7 +86,7 @@ def test_head_bad_input():
         head(torch.randn(5, 4), mask=torch.ones(4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="does not broadcast"):  # would silently add a batch dimension
         head(torch.randn(5, 4), mask=torch.ones(2, 5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match="positive integer"):
+    with raises_saying(ValueError, "d_k " + POSITIVE_INTEGER):
         SelfAttentionHead(4, 0)
 
 
@@ -174,9 +175,9 @@ def test_mha_key_value_different_from_query():
 
 
 def test_mha_heads_must_divide_d_model():
-    with pytest.raises(ValueError, match=r"num_heads=5 does not divide d_model=12.*divisors"):
+    with raises_saying(ValueError, "num_heads=5 " + DOES_NOT_DIVIDE + " d_model=12", "divisors"):
         MultiHeadAttention(12, 5)
-    with pytest.raises(ValueError, match="positive integer"):
+    with raises_saying(ValueError, "num_heads " + POSITIVE_INTEGER):
         MultiHeadAttention(12, 0)
 
 

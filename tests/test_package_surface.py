@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import book_toc
 import pytest
 
 import attn_helpers as ah
@@ -111,7 +112,7 @@ def test_api_page_groups_every_public_name_by_chapter():
     listed = {(module, name) for modules in index.values() for module, names in modules.items() for name in names}
     public = {(m, n) for m in attn_api.public_modules() for n in importlib.import_module(m).__all__}
     assert listed == public
-    assert set(index) == {*range(1, 14), attn_api.EVERY}
+    assert set(index) == {*range(1, len(book_toc.chapters()) + 1), attn_api.EVERY}  # each chapter, once
 
     def names(chapter):
         return {f"{m.removeprefix('attn_helpers.')}.{name}" for m, names in index[chapter].items() for name in names}
@@ -173,3 +174,37 @@ def test_api_page_shows_a_constants_comment_and_not_its_types_docstring():
                                  None, lines)
     assert lines == []
     assert "MIME_TYPE" not in attn_api.bare_constants("attn_helpers.explorers")  # its comment is in __init__
+
+
+def test_api_page_says_what_a_chapter_introduces_and_what_else_it_uses():
+    """Each chapter: the names its docstrings name first, then those of earlier chapters its code reads (issue 50)."""
+    import attn_api
+
+    root = Path(__file__).parent.parent
+    titles = attn_api.chapter_titles(root)
+    uses = {n: attn_api.code_uses(root / f"{docname}.ipynb") for n, (docname, _) in titles.items()}
+    assert {("attn_helpers.attention", "softmax"), ("attn_helpers.attention", "attention")} <= uses[1]
+    assert ("attn_helpers.cost", "time_call") in uses[10] and ("attn_helpers.cost", "time_call") not in uses[9]
+    page = attn_api.chapter_section(titles, uses=uses)
+
+    def chapter(n):
+        introduces, _, also = page.split(f"### Chapter {n}:")[1].split("\n### ")[0].partition("What else it uses")
+        return introduces, also
+
+    introduces, also = chapter(10)
+    assert "<attn_helpers.cost.time_call>" in also and "<attn_helpers.cost.time_call>" not in introduces
+    assert "<attn_helpers.flash.flash_forward>" in introduces
+    introduces, also = chapter(7)
+    assert "<attn_helpers.cost.time_call>" in introduces and "<attn_helpers.attention.attention>" in also
+    assert "<attn_helpers.validate." not in page.split("### Used by every chapter")[0]  # shared: listed once, there
+
+
+def test_api_page_fails_on_a_chapter_whose_code_uses_a_name_before_its_docstring_does(monkeypatch):
+    import attn_api
+
+    root = Path(__file__).parent.parent
+    titles = attn_api.chapter_titles(root)
+    monkeypatch.setattr(ah.cost.time_call, "__doc__", "Seconds one call takes (chapter 11).")
+    with pytest.raises(ValueError, match=r"chapter 10's code uses attn_helpers\.cost\.time_call \(chapter 11\) "
+                                         r"before the chapter its docstring names first"):
+        attn_api.chapter_section(titles, uses={10: attn_api.code_uses(root / f"{titles[10][0]}.ipynb")})

@@ -8,6 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 ROOT = Path(__file__).resolve().parent.parent
 
+import book_toc  # noqa: E402
 from book_editions.plain_markdown import ChapterText, MystError, chapter_number, exercise_heading, myst_left  # noqa: E402
 
 BIB = """
@@ -82,7 +83,8 @@ def test_glued_values_are_formatted_as_myst_nb_formats_them(book):
 
 def test_citations_are_author_year(book):
     assert book.plain("{cite:t}`solo2020`, {cite:t}`duo2021`, {cite:p}`trio2022`, {cite:p}`solo2020,duo2021`") == \
-        "Solo (2020), First and Second (2021), (Uno et al., 2022), (Solo, 2020; First and Second, 2021)"
+        "Solo (2020), First and Second (2021), (Uno et al., 2022), (First and Second, 2021, Solo, 2020)"
+    # several in one role: in the bibliography's order (by author), as sphinxcontrib-bibtex writes them
 
 
 def test_directives_become_plain_markdown(book):
@@ -101,9 +103,13 @@ def test_directives_become_plain_markdown(book):
 
 
 @pytest.mark.parametrize("source, message", [
-    ("{download}`data.csv`", "the role {download} has no plain-Markdown form"),
+    ("{download}`data.csv`", "the role {download} has no plain-Markdown form; add one to ROLES in "
+                             "scripts/book_editions/plain_markdown.py (it has abbr, cite,"),
     ("{doc}`missing`", "no page missing.ipynb or missing.md"),
-    ("```{figure-md} x\ny\n```", "the directive {figure-md} has no plain-Markdown form"),
+    ("```{figure-md} x\ny\n```", "the directive {figure-md} has no plain-Markdown form; add one to DIRECTIVES"),
+    ("```{solution-start} ex-first\n```", "the gate {solution-start} reached ResolveMyst: in the edition's list of "
+                                          "steps, a gate step (FoldSolution, DropGated) must come before ResolveMyst"),
+    ("```{exercise} No label (easy)\nDo it.\n```", "an {exercise} has no :label:; give it one"),
     ("```{note}\nnever closed", "is never closed"),
     ("{numref}`fig-elsewhere`", "points to no figure, equation, exercise or labelled section of the book's chapters"),
     ("{glue:text}`missing:.2f`", "no cell glues 'missing'"),
@@ -133,3 +139,38 @@ def test_exercise_heading_and_myst_left():
 def test_exercise_heading_takes_the_level_after_a_dash(book):
     exercise = book.plain("```{exercise} Predict, then run: first — easy\n:label: ex-first\n\nDo it.\n```")
     assert exercise.startswith("### Exercise 2.1 (easy): Predict, then run: first\n")
+
+
+def test_the_tables_are_the_list_of_supported_syntax(book):
+    """Every role and directive in ROLES and DIRECTIVES resolves; the chapters use nothing else (test_make_student)."""
+    from book_editions.plain_markdown import DIRECTIVES, ROLES
+
+    samples = {"glue": "n", "glue:text": "w:.2f", "glue:md": "s", "math": "x", "eq": "eq-one", "numref": "fig-first",
+               "ref": "sec-start", "cite": "solo2020", "cite:p": "solo2020", "cite:ps": "solo2020",
+               "cite:t": "duo2021", "cite:ts": "duo2021", "sub": "2", "sup": "2", "kbd": "C", "abbr": "A (a)",
+               "term": "softmax", "doc": "01_a"}
+    assert set(samples) == set(ROLES)
+    for role, content in samples.items():
+        assert "{" not in book.plain(f"{{{role}}}`{content}`"), role
+    for name in DIRECTIVES:
+        options = ":label: ex-first\n" if name == "exercise" else ""
+        assert myst_left(book.plain(f"```{{{name}}} Title\n{options}Body.\n```")) == [], name
+
+
+def test_an_exercise_has_one_number_and_one_heading_format(book):
+    """The number comes from numbering.py, the heading from EXERCISE_HEADING; the grader reads both back."""
+    from book_editions.exercise_cells import find_exercises, read_heading
+    from book_editions.numbering import exercise_number
+
+    assert book.exercise_number("ex-second") == exercise_number(book.targets, "ex-second", book.name) == "2.2"
+    with pytest.raises(MystError, match="no {exercise} of the chapter has the label 'fig-first'"):
+        book.exercise_number("fig-first")
+    assert read_heading(book.plain("```{exercise} Second (hard)\n:label: ex-second\n\nDo more.\n```")) == (
+        "2.2", None)  # a label that is not the book's ex-chNN-name is not read back
+    for path in book_toc.chapters():  # what the editions write, read back
+        nb = nbformat.read(path, as_version=4)
+        text = ChapterText.of(nb, path)
+        for ex in find_exercises(nb):
+            assert read_heading(text.plain(nb.cells[ex.cell].source)) == (text.exercise_number(ex.label), ex.label)
+    assert read_heading("## Exercise 2.2: edited by a learner") == ("2.2", None)
+    assert read_heading("### Exercises") is None

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from messages import INTEGER_AT_LEAST, INTEGER_BETWEEN, POSITIVE_INTEGER, POSITIVE_NUMBER, raises_saying
 
 import attn_helpers as ah  # noqa: E402
 from attn_helpers import scaling  # noqa: E402
@@ -41,20 +42,20 @@ def test_variance_is_reproducible_and_depends_on_the_seed():
     assert not torch.equal(a[0], c[0])
 
 
-@pytest.mark.parametrize("dims, match", [
-    ([], "non-empty list"),
-    (8, "non-empty list"),
-    ([4, 0], "positive int"),
-    ([4, 2.5], "positive int"),
-    ([True], "positive int"),
+@pytest.mark.parametrize("dims, error, match", [
+    ([], ValueError, "non-empty list"),
+    (8, TypeError, "dims must be a list of dimensions"),
+    ([4, 0], ValueError, "every dimension in dims " + POSITIVE_INTEGER),
+    ([4, 2.5], TypeError, "every dimension in dims " + POSITIVE_INTEGER),
+    ([True], TypeError, "every dimension in dims " + POSITIVE_INTEGER),
 ])
-def test_variance_rejects_bad_dims(dims, match):
-    with pytest.raises(ValueError, match=match):
+def test_variance_rejects_bad_dims(dims, error, match):
+    with raises_saying(error, match):
         ah.scaling.dot_product_variance(dims)
 
 
 def test_variance_rejects_too_few_samples():
-    with pytest.raises(ValueError, match="n_samples must be an integer of at least 2"):
+    with raises_saying(ValueError, "n_samples " + INTEGER_AT_LEAST + " 2"):
         ah.scaling.dot_product_variance([4], n_samples=1)
 
 
@@ -103,11 +104,12 @@ def test_entropy_along_another_dim():
 @pytest.mark.parametrize("weights, kwargs, error, match", [
     (torch.tensor([2.0, 1.0]), {}, ValueError, "must sum to 1"),
     (torch.tensor([1.5, -0.5]), {}, ValueError, "non-negative"),
-    (torch.tensor([0.5, 0.5]), {"dim": 1}, ValueError, "out of range"),
+    (torch.tensor([0.5, 0.5]), {"dim": 1}, ValueError, "dim " + INTEGER_BETWEEN + " -1 and 0"),
+    (torch.tensor([0.5, 0.5]), {"dim": "last"}, TypeError, "dim " + INTEGER_BETWEEN + " -1 and 0"),
     (torch.tensor([1, 0]), {}, TypeError, "floating-point"),
 ])
 def test_entropy_rejects_bad_input(weights, kwargs, error, match):
-    with pytest.raises(error, match=match):
+    with raises_saying(error, match):
         ah.scaling.entropy(weights, **kwargs)
 
 
@@ -123,7 +125,7 @@ def test_saturation_curves_show_vanishing_gradients_without_scaling():
 
 
 def test_saturation_curves_reject_bad_sizes():
-    with pytest.raises(ValueError, match="t must be an integer of at least 2"):
+    with raises_saying(ValueError, "t " + INTEGER_AT_LEAST + " 2"):
         ah.scaling.saturation_curves([4], t=1)
     with pytest.raises(ValueError, match="n_trials"):
         ah.scaling.saturation_curves([4], n_trials=0)
@@ -171,11 +173,11 @@ def test_plot_temperature_draws_a_bar_per_key_and_temperature():
 @pytest.mark.parametrize("scores, temps, labels, match", [
     (torch.ones(2, 3), [1.0], ["a", "b", "c"], "one row of shape"),
     (torch.ones(3), [1.0], ["a", "b"], "2 labels for 3 scores"),
-    (torch.ones(3), [0.0], ["a", "b", "c"], "positive finite"),
-    (torch.ones(3), [], ["a", "b", "c"], "positive finite"),
+    (torch.ones(3), [0.0], ["a", "b", "c"], POSITIVE_NUMBER),
+    (torch.ones(3), [], ["a", "b", "c"], "temperatures is empty"),
 ])
 def test_plot_temperature_rejects_bad_input(scores, temps, labels, match):
-    with pytest.raises(ValueError, match=match):
+    with raises_saying(ValueError, match):
         ah.scaling.plot_temperature(scores, temps, labels)
 
 

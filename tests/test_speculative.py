@@ -4,6 +4,7 @@ from fractions import Fraction as F
 
 import pytest
 import torch
+from messages import raises_saying
 
 import attn_helpers as ah
 from attn_helpers.speculative import draft_model, rollback, speculative_generate, tree_mask
@@ -20,10 +21,12 @@ def test_tree_mask_sees_ancestors_only():
     assert m[4].tolist() == [False, False, False, False, True]
 
 
-@pytest.mark.parametrize("parents, match", [([-1, 1], "before"), ([-1, 0, 5], "before"), ([-2], "parents"),
-                                            ([-1, 0.0], "parents")])
-def test_bad_tree(parents, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("parents, error, match", [
+    ([-1, 1], ValueError, "before"), ([-1, 0, 5], ValueError, "before"), ([-2], ValueError, "parents"),
+    ([-1, 0.0], TypeError, "parents"),
+])
+def test_bad_tree(parents, error, match):
+    with raises_saying(error, match):
         tree_mask(parents)
 
 
@@ -92,13 +95,41 @@ def test_expected_tokens_is_the_papers_formula(k):
     assert ah.speculative.expected_tokens(P3, Q3, k) == (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
-@pytest.mark.parametrize("p, match", [([F(1, 2), F(1, 3)], "sum to exactly 1"), ([0.1, 0.2, 0.7], "Fraction"),
-                                      ([F(3, 2), F(-1, 2)], "at least 0"), ([], "non-empty"), ("ab", "non-empty")])
-def test_sampling_bad_input(p, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("p, error, match", [
+    ([F(1, 2), F(1, 3)], ValueError, "sum to exactly 1"), ([0.1, 0.2, 0.7], ValueError, "Fraction"),
+    ([F(3, 2), F(-1, 2)], ValueError, "p[1] must be a number of at least 0 (a probability)"),
+    ([], ValueError, "non-empty"), ("ab", TypeError, "p must be a list of probabilities, one per token"),
+    ([F(1, 2), "1/2"], TypeError, "p[1] must be a number of at least 0"),
+])
+def test_sampling_bad_input(p, error, match):
+    with raises_saying(error, match):
         ah.speculative.emitted_distribution(p, Q3)
 
 
 def test_sampling_vocabularies_must_match():
     with pytest.raises(ValueError, match="same vocabulary"):
         ah.speculative.emitted_distribution([F(1, 2), F(1, 2)], Q3)
+
+
+def test_mixed_draft_runs_from_uniform_through_q_to_p():
+    assert ah.speculative.mixed_draft(P3, Q3, -1) == [F(1, 3)] * 3
+    assert ah.speculative.mixed_draft(P3, Q3, 0) == Q3 and ah.speculative.mixed_draft(P3, Q3, 1) == P3
+    half = ah.speculative.mixed_draft(P3, Q3, 0.5)
+    assert half == [(a + b) / 2 for a, b in zip(P3, Q3, strict=True)]
+    assert sum(ah.speculative.mixed_draft(P3, Q3, 0.35)) == 1  # the decimal 0.35, exactly: the sum stays 1
+    with pytest.raises(ValueError, match="mix"):
+        ah.speculative.mixed_draft(P3, Q3, -1.5)
+    with pytest.raises(ValueError, match="same vocabulary"):
+        ah.speculative.mixed_draft([F(1, 2), F(1, 2)], Q3, 0)
+
+
+def test_plot_sampling_draws_the_overlap_and_one_curve_a_draft():
+    import matplotlib.pyplot as plt
+
+    fig = ah.speculative.plot_sampling(P3, Q3, mixes=(-1, 0), k_max=3)
+    top, low = fig.axes
+    shared = [patch.get_height() for patch in top.patches[:3]]  # the first bars: min(p, q)
+    assert shared == [float(min(a, b)) for a, b in zip(P3, Q3, strict=True)]
+    assert [len(line.get_xdata()) for line in low.get_lines()] == [4, 4]
+    assert low.get_lines()[1].get_ydata()[-1] == float(ah.speculative.expected_tokens(P3, Q3, 3))
+    plt.close(fig)

@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import pytest
 import torch
+from messages import INTEGER_AT_LEAST, POSITIVE_INTEGER, raises_saying
 
 import attn_helpers as ah
 from attn_helpers import training
@@ -31,14 +32,14 @@ def test_copy_task_batch_is_seeded():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"offset": 0}, "non-zero integer"),
-    ({"offset": 8}, r"\|offset\| < seq_len=8"),
-    ({"seq_len": 1}, "seq_len must be an integer of at least 2"),
+    ({"offset": 8}, "|offset| < seq_len=8"),
+    ({"seq_len": 1}, "seq_len " + INTEGER_AT_LEAST + " 2"),
     ({"vocab_size": 30}, "26 letters"),
-    ({"batch_size": 0}, "batch_size must be a positive integer"),
+    ({"batch_size": 0}, "batch_size " + POSITIVE_INTEGER),
 ])
 def test_copy_task_batch_bad_input(kwargs, message):
     args = {"batch_size": 2, **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with raises_saying(ValueError, message):
         training.copy_task_batch(**args)
 
 
@@ -86,7 +87,7 @@ def test_train_copy_task_bad_input():
         training.train_copy_task(ah.SelfAttentionHead(18, 8))            # d_v = 8: no vocabulary left
     with pytest.raises(ValueError, match="SelfAttentionHead"):
         training.train_copy_task(torch.nn.Linear(18, 10))
-    with pytest.raises(ValueError, match="steps must be a positive integer"):
+    with raises_saying(ValueError, "steps " + POSITIVE_INTEGER):
         training.train_copy_task(ah.SelfAttentionHead(18, 8, d_v=10), steps=0)
 
 
@@ -109,7 +110,7 @@ def test_torch_threads_sets_the_count_and_restores_it():
     with pytest.raises(RuntimeError), training.torch_threads():
         raise RuntimeError("boom")
     assert torch.get_num_threads() == before
-    with pytest.raises(ValueError, match=r"threads must be a positive integer or None, got 0\."):
+    with raises_saying(ValueError, "threads " + POSITIVE_INTEGER + " or None, got 0."):
         with training.torch_threads(0):
             pass
 

@@ -39,6 +39,7 @@ __all__ = [
     "describe",
     "listed",
     "check_tensor",
+    "tensors_close",
     "on_cpu",
     "as_number",
     "check_value",
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float = 1e-4) -> bool:
+def tensors_close(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float = 1e-4) -> bool:
     """``|a - b| <= atol + rtol * |b|`` everywhere, in float64 (the one comparison every check makes)."""
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
 
@@ -89,14 +90,14 @@ def check_tensor(
     if not torch.is_floating_point(answer):
         raise CheckFailed(f"{name} has dtype {answer.dtype}; attention works with floats (use .float()).")
     for hint, wrong in (mistakes or {}).items():
-        if _close(answer, wrong, atol) and not _close(wrong, expected, atol):
+        if tensors_close(answer, wrong, atol) and not tensors_close(wrong, expected, atol):
             raise CheckFailed(f"{name} is not right yet. Hint: {hint}")
     if answer.shape != expected.shape:
         raise CheckFailed(
             f"{name} has shape {tuple(answer.shape)}, expected {tuple(expected.shape)}. "
             f"Hint: check which dimensions you multiply, stack or transpose."
         )
-    if not _close(answer, expected, atol):
+    if not tensors_close(answer, expected, atol):
         gap = (answer.double() - expected.double()).abs()
         where = tuple(int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
         if answer.dtype in (torch.float16, torch.bfloat16):
@@ -142,7 +143,7 @@ def check_value(answer: object, expected: float, name: str, mistakes: Mapping[st
     value = as_number(answer, name)
 
     def close(a: float, b: float) -> bool:
-        return _close(torch.tensor(a), torch.tensor(b), atol, rtol)
+        return tensors_close(torch.tensor(a), torch.tensor(b), atol, rtol)
 
     for hint, wrong in (mistakes or {}).items():
         if close(value, wrong) and not close(wrong, expected):

@@ -1,16 +1,17 @@
 """What a passed check prints: :func:`correct`, and in a learners' edition, :func:`no_answer_yet`.
 
-A learners' edition (scripts/make_editions.py) keeps each exercise's solution, folded, above a "Your answer"
-cell, so that Run All still runs the whole chapter. Until the learner writes there, the check below checks the
-book's solution: the answer cell's one line of code, ``ah.checks.no_answer_yet("1.2")``, tells the check cell run
-right after it (the next cell IPython runs) to say so, instead of a bare "✓ correct" under an empty answer.
+A learners' edition (its steps: scripts/book_editions/learners.py) keeps each exercise's solution, folded,
+above a "Your answer" cell (the AnswerCell step), so that Run All still runs the whole chapter. Until the
+learner writes there, the check below checks the book's solution: the answer cell's one line of code,
+``ah.checks.no_answer_yet("1.2")``, tells the check cell run right after it (the next cell IPython runs) to
+say so, instead of a bare "✓ correct" under an empty answer.
 A learner's code in place of that line (or under it), or any other cell run in between, and the check reports
 as usual.
 
 The folded solution defines the names the check reads, so an answer cell that defines another name (a typo, a
 wrong function name, only a comment, ``pass``) would leave the book's answer in place, and the check would pass
 it. Each solution code cell of an edition therefore begins with the line ``# The book's solution to Exercise
-1.2 ...`` (:data:`SOLUTION_LINE`); inside IPython, :func:`watch_answers` notes after every cell which names a
+1.2 ...`` (``protocol.SOLUTION_LINE``); inside IPython, :func:`watch_answers` notes after every cell which names a
 cell so marked bound, and which names any other cell bound since. :func:`correct` then fails, saying that the
 answer cell does not define the name, when a name the check cell reads is still the one the folded solution
 bound (the very same object, and no cell run since assigns it). The chapters themselves, the student editions
@@ -28,7 +29,7 @@ Three more rules make a check judge what the learner's cells define now:
   answer cell does not define the name (:class:`NotAnswered`), instead of judging that value.
 - **A folded solution runs without output.** Running a chapter cell by cell (Shift+Enter) makes each folded
   solution cell the active cell in turn, and JupyterLab unfolds its heading and shows the output the run
-  gives, whatever the cell's metadata says: a cell that begins with :data:`SOLUTION_LINE` runs under
+  gives, whatever the cell's metadata says: a cell that begins with ``protocol.SOLUTION_LINE`` runs under
   IPython's ``%%capture``, so its code, which the edition keeps collapsed, shows no output there.
 """
 
@@ -38,12 +39,8 @@ import ast
 import re
 import sys
 
-from ._failure import CheckFailed, listed
-
-# The first line of every solution code cell of a learners' edition (scripts/make_editions.py writes it).
-SOLUTION_LINE = ("# The book's solution to Exercise {number} (folded, and run without output): write yours under "
-                 "\"Your answer\" below.")
-SOLUTION_RE = re.compile(r"^# The book's solution to Exercise (?P<number>\d+\.\d+)\b")
+from ._failure import NotAnswered, listed
+from .protocol import SOLUTION_RE, correct_line, waiting_note
 
 _from_solution: dict[str, tuple[str, object]] = {}  # name -> (exercise number, the object the folded solution bound)
 _solution_names: dict[str, set[str]] = {}  # exercise number -> every name its folded solution binds
@@ -84,18 +81,6 @@ def no_answer_yet(number: str) -> None:
     _waiting = (count, str(number)) if count is not None and _cell_holds_only_the_marker() else None
 
 
-def waiting_note(number: str) -> str:
-    """The two lines a check prints, once, when it checked the book's solution to Exercise ``number``."""
-    return (f"Exercise {number} is not answered yet: this checked the book's folded solution.\n"
-            f"Write your code in the cell above, in place of its three lines (or in cells you add between the "
-            f"solution and this check), run it, then run this check.")
-
-
-def correct_line(name: str, book_solution: bool = False) -> str:
-    """'✓ W: correct', or for the book's own solution '✓ W: correct (the book's solution)'."""
-    return f"✓ {name}: correct" + (" (the book's solution)" if book_solution else "")
-
-
 def _bound_names(tree: ast.Module) -> set[str] | None:
     """The global names a cell's code binds (assignments, ``def``, ``class``, imports, loop targets …), outside
     the bodies of the functions and classes it defines; None when that cannot be known (``import *``)."""
@@ -123,13 +108,8 @@ def _bound_names(tree: ast.Module) -> set[str] | None:
     return names
 
 
-class NotAnswered(CheckFailed):
-    """The check found no answer of the learner's to judge: the answer cell does not define a name the check
-    reads (the value there is the folded solution's, or an earlier run's)."""
-
-
 def _body(raw: str) -> str:
-    """A solution cell's code without its first line, :data:`SOLUTION_LINE` (see :func:`_quiet_solution`)."""
+    """A solution cell's code without its first line, ``protocol.SOLUTION_LINE`` (see :func:`_quiet_solution`)."""
     return raw.lstrip().partition("\n")[2]
 
 
@@ -176,7 +156,7 @@ def _after_cell(result) -> None:
 
 
 def _quiet_solution(lines: list[str]) -> list[str]:
-    """IPython's input transformer: a cell that begins with :data:`SOLUTION_LINE` runs under ``%%capture`` (in
+    """IPython's input transformer: a cell that begins with ``protocol.SOLUTION_LINE`` runs under ``%%capture`` (in
     place of that comment line), so that its output stays out of view (see the module)."""
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None or not SOLUTION_RE.match(lines[first].lstrip()):

@@ -17,7 +17,7 @@ import torch
 
 from .. import linear_attention as la
 from .._torch_private import dispatch_mode_base, tensors_in
-from . import CheckFailed, Watch, call, check_tensor, on_other_sizes
+from . import CheckFailed, Watch, call, check_tensor, listed, on_other_sizes
 
 
 def recurrent_inputs(t: int = 11, d_k: int = 4, d_v: int = 3, seed: int = 1200) -> tuple[torch.Tensor, ...]:
@@ -61,7 +61,7 @@ def _run_recurrent(fn: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     with Watch(forbidden) as watch, states:
         answer = call(fn, q.clone(), k.clone(), v.clone(), decay, name="linear_step_by_step")
     if watch.called:
-        raise CheckFailed(f"linear_step_by_step calls {', '.join(sorted(watch.called))}, which computes linear "
+        raise CheckFailed(f"linear_step_by_step calls {listed(sorted(watch.called))}, which computes linear "
                           f"attention for you. Hint: keep a (d_k, d_v) state and a (d_k,) normaliser, and update "
                           f"them once per token.")
     if watch.used("numpy", "tolist", "__array__"):

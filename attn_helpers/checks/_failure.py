@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._reach import _holds_tensor, _read_from_outside, reached_functions
+from ._reach import holds_tensor, reached_functions, read_from_outside
 
 
 class CheckFailed(AssertionError):
@@ -42,6 +42,11 @@ class CheckFailed(AssertionError):
         if hint:
             lines += _wrapped(f"\x1b[1;32mHint\x1b[0m: {hint}")
         return lines
+
+
+class NotAnswered(CheckFailed):
+    """The check found no answer of the learner's to judge: the answer cell does not define a name the check
+    reads (the value there is the folded solution's, or an earlier run's; see ``_answer.py``)."""
 
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the ANSI colour codes of IPython's tracebacks
@@ -168,7 +173,7 @@ def _likely_cause(fn: Callable, name: str) -> str:
     outside = sorted({outer for reached in reached_functions(fn)
                       if isinstance(getattr(inner := getattr(reached, "__wrapped__", reached), "__code__", None),
                                     types.CodeType)
-                      for outer, value in _read_from_outside(inner).items() if _holds_size(value)})
+                      for outer, value in read_from_outside(inner).items() if _holds_size(value)})
     if outside:
         names = listed(outside)
         return (f"{name} reads {names} from the notebook rather than from its arguments, so "
@@ -181,4 +186,4 @@ def _holds_size(value: object) -> bool:
     container of them."""
     if isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_)):
         return True
-    return isinstance(value, torch.Size) or _holds_tensor(value)
+    return isinstance(value, torch.Size) or holds_tensor(value)

@@ -47,19 +47,19 @@ def reached_functions(fn: Callable) -> Iterator[Callable]:
         inner = getattr(fn, "__wrapped__", fn)
         if not isinstance(getattr(inner, "__code__", None), types.CodeType):
             continue
-        for value in _read_from_outside(inner).values():
+        for value in read_from_outside(inner).values():
             if module_of(value) == notebook and (isinstance(value, (types.FunctionType, functools.partial))
                                                  or hasattr(value, "cache_info")):
                 todo.append(value)
 
 
-def _read_from_outside(fn: types.FunctionType) -> dict[str, object]:
+def read_from_outside(fn: types.FunctionType) -> dict[str, object]:
     """What plain function ``fn`` reads from outside its body, by name: globals, closure variables, defaults."""
     outside = {name: fn.__globals__[name] for name in _global_names(fn.__code__) if name in fn.__globals__}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         with contextlib.suppress(ValueError):  # an empty cell: a variable not assigned yet
             outside[name] = cell.cell_contents
-    held = [value for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()] if _holds_tensor(value)]
+    held = [value for value in [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()] if holds_tensor(value)]
     if held:
         outside["a default argument"] = held[0]
     return outside
@@ -76,16 +76,16 @@ def tensors_from_outside(fn: Callable) -> list[str]:
     found: set[str] = set()
     for reached in reached_functions(fn):
         if isinstance(reached, functools.partial):
-            if any(_holds_tensor(v) for v in [*reached.args, *reached.keywords.values()]):
+            if any(holds_tensor(v) for v in [*reached.args, *reached.keywords.values()]):
                 found.add("an argument bound by functools.partial")
             continue
         inner = getattr(reached, "__wrapped__", reached)
         if isinstance(getattr(inner, "__code__", None), types.CodeType):
-            found |= {name for name, value in _read_from_outside(inner).items() if _holds_tensor(value)}
+            found |= {name for name, value in read_from_outside(inner).items() if holds_tensor(value)}
     return sorted(found)
 
 
-def _holds_tensor(value: object, depth: int = 3) -> bool:
+def holds_tensor(value: object, depth: int = 3) -> bool:
     """True if ``value`` is a tensor or an array, or holds one (in containers or attributes) ``depth`` deep."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
         return True
@@ -99,4 +99,4 @@ def _holds_tensor(value: object, depth: int = 3) -> bool:
         items = list(vars(value).values())  # a plain object's attributes (types.SimpleNamespace, a dataclass …)
     else:
         return False
-    return any(_holds_tensor(item, depth - 1) for item in items)
+    return any(holds_tensor(item, depth - 1) for item in items)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import CheckFailed, _close, book_attention, check_tensor, on_cpu, run_by_hand, torch_attention
+from . import CheckFailed, book_attention, check_tensor, on_cpu, run_by_hand, tensors_close, torch_attention
 
 __all__ = [
     "TOY_Q",
@@ -110,7 +110,7 @@ def sequence_first_attention(W: torch.Tensor, Y: torch.Tensor) -> None:
     })
     batch_first = torch.bmm(expected_W, Xb)           # (b, t, d)
     on_cpu(Y, "Ys")
-    if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and _close(Y.detach(), batch_first, 1e-4):
+    if isinstance(Y, torch.Tensor) and Y.layout == torch.strided and tensors_close(Y.detach(), batch_first, 1e-4):
         raise CheckFailed(
             f"Ys is right but laid out batch first, {tuple(Y.shape)}; the exercise asks for the input's own layout, "
             "(t, b, d) = (4, 2, 3). Hint: swap its first two dimensions back."

@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 from .. import long_context, position, sliding_window
 from ..attention import attention
 from . import CheckFailed, Watch, call, check_tensor, listed, on_other_sizes, reached_functions, tensors_from_outside
-from ._reach import _read_from_outside
+from ._reach import read_from_outside
 
 __all__ = ["alibi_slopes_12", "layout_weights", "layout_function", "ring_inputs", "ring_decoder"]
 
@@ -209,7 +209,7 @@ def _tables_from_outside(fn: Callable) -> list[str]:
     for reached in reached_functions(fn):
         inner = getattr(reached, "__wrapped__", reached)
         if hasattr(inner, "__code__"):
-            found |= {name for name, value in _read_from_outside(inner).items()
+            found |= {name for name, value in read_from_outside(inner).items()
                       if isinstance(value, (list, tuple, dict, set, frozenset)) and len(value)}
     return sorted(found)
 

@@ -18,6 +18,7 @@ from . import (
     check_tensor,
     check_value,
     correct,
+    listed,
     on_other_sizes,
     reached_functions,
     tensors_from_outside,
@@ -156,7 +157,7 @@ def verify_mask_function(fn: Callable[[Sequence[int], int], torch.Tensor]) -> No
         if hasattr(reached, "cache_clear"):
             reached.cache_clear()
     if outside := tensors_from_outside(fn):
-        raise CheckFailed(f"verify_mask reads {', '.join(outside)}, which holds tensors made before this call: build "
+        raise CheckFailed(f"verify_mask reads {listed(outside)}, which holds tensors made before this call: build "
                           f"the mask inside the function, from parents and n_cached alone, on every call.")
     for parents, n_cached in [(PARENTS, N_CACHED), *_OTHER_TREES]:
         first = parents is PARENTS

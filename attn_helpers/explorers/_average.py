@@ -12,12 +12,14 @@ import torch
 
 from .. import validate
 from ..attention import softmax
-from ._explorer import INK, Explorer, rounded
+from ._explorer import INK, Explorer, check_labels, rounded, vega_softmax
 
 __all__ = ["average_view", "average_explorer"]
 
 #: The sliders: the query's angle in degrees and its length.
 ANGLE_MIN, ANGLE_MAX, LENGTH_MAX, LENGTH_STEP = -180, 180, 4.0, 0.01
+#: The most keys: their bars, under the plane, fit a phone.
+MAX_KEYS = 6
 PLANE = 240  # px a side: the plane, with the bars under it, fits a phone
 OUTPUT = "#d62728"
 
@@ -41,8 +43,9 @@ def average_view(keys: torch.Tensor, values: torch.Tensor, angle: float, length:
 
 def _checked(keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     keys, values = validate.as_float_tensor(keys, "keys").double(), validate.as_float_tensor(values, "values").double()
-    if keys.dim() != 2 or keys.shape[1] != 2 or values.shape != keys.shape or not 2 <= keys.shape[0] <= 6:
-        raise ValueError(f"need keys and values of the same shape (n, 2), points in the plane, with 2 <= n <= 6; "
+    if keys.dim() != 2 or keys.shape[1] != 2 or values.shape != keys.shape or not 2 <= keys.shape[0] <= MAX_KEYS:
+        raise ValueError(f"need keys and values of the same shape (n, 2), points in the plane, with "
+                         f"2 <= n <= {MAX_KEYS}; "
                          f"got {tuple(keys.shape)} and {tuple(values.shape)}.")
     return keys, values
 
@@ -83,8 +86,7 @@ def average_explorer(keys: torch.Tensor, values: torch.Tensor, labels: Sequence[
     validate.real(length, "length", at_most=LENGTH_MAX, why="the slider's range")
     keys, values = _checked(keys, values)
     n = keys.shape[0]
-    if len(labels) != n:
-        raise ValueError(f"need one label a key: {n} keys, {len(labels)} labels.")
+    check_labels(n, labels, MAX_KEYS, "keys and values of shape (n, 2)", "Give one label a key.")
     k, v = [[rounded(x) for x in row] for row in keys.tolist()], [[rounded(x) for x in row] for row in values.tolist()]
     data = pd.DataFrame({"j": range(n), "name": list(labels), "kx": [p[0] for p in k], "ky": [p[1] for p in k],
                          "vx": [p[0] for p in v], "vy": [p[1] for p in v]})
@@ -96,15 +98,8 @@ def average_explorer(keys: torch.Tensor, values: torch.Tensor, labels: Sequence[
     L = alt.param(name="length", value=length,
                   bind=alt.binding_range(min=0, max=LENGTH_MAX, step=LENGTH_STEP, name="query's length "))
     qx, qy = "length * cos(angle * PI / 180)", "length * sin(angle * PI / 180)"
-    weighted = (
-        alt.Chart(data)
-        .transform_calculate(s=f"({qx}) * datum.kx + ({qy}) * datum.ky")
-        .transform_joinaggregate(top="max(s)")
-        .transform_calculate(e="exp(datum.s - datum.top)")
-        .transform_joinaggregate(total="sum(e)")
-        .transform_calculate(w="datum.e / datum.total")
-        .transform_calculate(wx="datum.w * datum.vx", wy="datum.w * datum.vy")
-    )
+    weighted = (alt.Chart(data, transform=vega_softmax(f"({qx}) * datum.kx + ({qy}) * datum.ky", by=()))
+                .transform_calculate(wx="datum.w * datum.vx", wy="datum.w * datum.vy"))
     x, y = alt.X("x:Q", scale=scale, title=None), alt.Y("y:Q", scale=scale, title=None)
     corners = _hull([(p[0], p[1]) for p in v])
     ring = corners + corners[:1]  # closed

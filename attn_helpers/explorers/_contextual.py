@@ -8,9 +8,8 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from .. import validate
 from ..attention import attention
-from ..explore import attend_sentence
+from ..explore import SentenceAttention, attend_sentence
 from ..glove import GloVe, cosine_similarity
 from ._explorer import Explorer, rounded
 
@@ -28,6 +27,20 @@ PADDING = {"left": 5, "top": 5, "right": 30, "bottom": 10}
 IN_ORDER, BY_RANK = alt.EncodingSortField("j", op="min"), alt.EncodingSortField("rank", op="min")
 
 
+def _position(result: SentenceAttention, word: object) -> int:
+    """The position of the first ``word`` in the sentence of ``result`` (``attend_sentence``'s), after checking both:
+    ``ValueError`` when the sentence could not be embedded (with its problems) or does not hold ``word``,
+    ``TypeError`` when ``word`` is not a string."""
+    if not result.ok:
+        raise ValueError(f"{result.sentence!r} has no contextual vectors: {result.message}")
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a string, one of the sentence's words, got {type(word).__name__}: {word!r}.")
+    if word not in result.tokens:
+        raise ValueError(f"{word!r} is not a word of {result.sentence!r}; pick one of {', '.join(result.tokens)} "
+                         "(lower-case, as ah.tokenize splits the sentence).")
+    return result.tokens.index(word)
+
+
 def contextual_view(sentence: str, word: str, glove: GloVe) -> dict:
     """What :func:`contextual_explorer` shows for the first ``word`` of ``sentence`` (chapter 3).
 
@@ -37,7 +50,7 @@ def contextual_view(sentence: str, word: str, glove: GloVe) -> dict:
     Computed in float64, so that the explorer's data are the same on every CPU.
     """
     result = attend_sentence(sentence, glove)
-    i = validate.sentence_word(result, word)
+    i = _position(result, word)
     X = glove.embed(result.tokens).double()  # (t, d)
     Y, W = attention(X, X, X)  # (t, d), (t, t)
     nearest = glove.nearest(Y[i], k=NEAREST)  # [(word, cosine)] × NEAREST
@@ -105,7 +118,10 @@ def contextual_explorer(sentences: Mapping[str, str], glove: GloVe, start: str |
     word has the same vector, so the same row). ``start`` is the pair shown first (default: the first word of the
     first sentence). Every number is computed here, by :func:`contextual_view`; the browser only selects.
     """
-    if not isinstance(sentences, Mapping) or not sentences:
+    if not isinstance(sentences, Mapping):
+        raise TypeError(f"sentences must be a dict, got {type(sentences).__name__}: map a short name to each "
+                        "sentence, e.g. {'Odyssey': ODYSSEY_SENTENCE}.")
+    if not sentences:
         raise ValueError("sentences must map a short name to each sentence, e.g. {'Odyssey': ODYSSEY_SENTENCE}.")
     weights, nearest, summary = _data(sentences, glove)
     pairs = [row["pair"] for row in summary]

@@ -14,16 +14,27 @@ from .. import validate
 from ..attention import softmax
 from ..masks import causal_mask, padding_mask
 from ..sliding_window import window_mask
-from ._explorer import Explorer, rounded
+from ._explorer import Explorer, check_labels, heatmap_cells, heatmap_numbers, rounded, row_panel, vega_softmax
 
 __all__ = ["mask_view", "mask_explorer"]
 
 #: The most tokens the heatmap shows: eight columns of 30 px, with the words beside them, fit a phone.
 MAX_T = 8
 CELL = 30  # px a side
-ROW, COLUMN = 18, 56  # px: the picked row's panel, one line a key
-MASKED_FILL = "#bdbdbd"
-PAD = "<pad>"  # how the axes name a padding position  # grey, apart from the white-to-blue of the weights
+PAD = "<pad>"  # how the axes name a padding position
+
+
+def _settings(scores: object, causal: object, length: object, window: object) -> tuple[int, bool, int, int | None]:
+    """The checks of :func:`mask_view`: ``scores`` a finite float ``(t, t)`` matrix, ``causal`` a bool, ``length``
+    (the real tokens) in ``1 … t``, ``window`` a positive int or None; returns t and the three settings."""
+    validate.as_float_tensor(scores, "scores", min_dim=2)
+    if scores.dim() != 2 or scores.shape[0] != scores.shape[1]:
+        raise ValueError(f"scores must be one sequence's (t, t) matrix of query-key scores, got shape "
+                         f"{tuple(scores.shape)}. For a batch or heads, pick one: scores[0] or scores[0, 0].")
+    t = scores.shape[0]
+    length = validate.integer(length, "length", minimum=1, maximum=t,
+                              why=f"the number of real tokens among the t = {t}")
+    return t, validate.flag(causal, "causal"), length, validate.integer(window, "window", minimum=1, none_ok=True)
 
 
 def mask_view(scores: torch.Tensor, causal: bool, length: int, window: int | None = None) -> dict:
@@ -36,7 +47,7 @@ def mask_view(scores: torch.Tensor, causal: bool, length: int, window: int | Non
     ``masked`` scores (``-inf`` where masked), each row's ``max`` (``-inf`` with no key left), ``exp``,
     ``exp(masked - max)`` (t, t), and its ``sum`` (t,) in float64.
     """
-    t, causal, length, window = validate.mask_settings(scores, causal, length, window)
+    t, causal, length, window = _settings(scores, causal, length, window)
     allowed = padding_mask([length], max_len=t).expand(t, t)  # (t, t): the same real keys for every query
     if causal:
         allowed = allowed & causal_mask(t)  # (t, t): keys 0 … i
@@ -52,20 +63,9 @@ def mask_view(scores: torch.Tensor, causal: bool, length: int, window: int | Non
             "masked": masked.tolist(), "max": top[:, 0].tolist(), "exp": e.tolist(), "sum": e.sum(-1).tolist()}
 
 
-def _vega_masked_softmax() -> list[dict]:
-    """The mask and the softmax of each query's row, as Vega computes them from the controls ``causal``,
-    ``real`` and ``band`` (0: no window): what :func:`mask_view` does, one cell (q, k) a datum."""
-    return [
-        {"calculate": "(!causal || datum.k <= datum.q) && datum.k < real"
-                      " && (band == 0 || abs(datum.q - datum.k) < band)", "as": "allowed"},
-        {"calculate": "datum.allowed ? datum.s : null", "as": "kept"},  # max() skips null
-        {"calculate": "datum.allowed ? 1 : 0", "as": "one"},
-        {"joinaggregate": [{"op": "max", "field": "kept", "as": "top"}, {"op": "sum", "field": "one", "as": "open"}],
-         "groupby": ["q"]},
-        {"calculate": "datum.allowed ? exp(datum.s - datum.top) : 0", "as": "e"},
-        {"joinaggregate": [{"op": "sum", "field": "e", "as": "total"}], "groupby": ["q"]},
-        {"calculate": "datum.open > 0 ? datum.e / datum.total : 0", "as": "w"},  # no key left: all zeros
-    ]
+#: Which keys a query may see, from the controls ``causal``, ``real`` and ``band`` (0: no window), as
+#: :func:`mask_view` allows them.
+ALLOWED = "(!causal || datum.k <= datum.q) && datum.k < real && (band == 0 || abs(datum.q - datum.k) < band)"
 
 
 def _heatmap(tokens: Sequence[str]) -> tuple[alt.Chart, alt.Chart]:
@@ -74,22 +74,14 @@ def _heatmap(tokens: Sequence[str]) -> tuple[alt.Chart, alt.Chart]:
     # A position at or beyond the slider's count of real tokens is padding, and its label says so.
     word = (f"datum.value < real || {words}[datum.value] == '{PAD}' ? {words}[datum.value]"
             f" : {words}[datum.value] + ' ({PAD})'")
-    base = alt.Chart().encode(
-        x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=word, labelAngle=-45)),
-        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=word)),
-    )
-    cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.condition("datum.allowed", alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                                                       legend=None), alt.value(MASKED_FILL)),
-        description=alt.Description("label:N"),
-    ).transform_calculate(
+    x = alt.X("k:O", title="key", axis=alt.Axis(labelExpr=word, labelAngle=-45))
+    y = alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=word))
+    cells = heatmap_cells(
+        alt.Chart(), x, y, allowed="datum.allowed",
         label="'query ' + datum.q + ' (' + datum.query + '), key ' + datum.k + ' (' + datum.key + '): '"
               " + (datum.allowed ? '' : datum.open > 0 ? 'masked, ' : 'masked, the query has no key left, ')"
               " + 'weight ' + format(datum.w, '.8f')")
-    numbers = base.mark_text(fontSize=10, aria=False).encode(  # the cell's label says it already
-        text=alt.Text("shown:N"),
-        color=alt.condition("datum.w > 0.5", alt.value("white"), alt.value("black")),
-    ).transform_calculate(shown="datum.allowed ? format(datum.w, '.2f') : '×'")
+    numbers = heatmap_numbers(alt.Chart(), x, y, "datum.allowed ? format(datum.w, '.2f') : '×'")
     return cells, numbers
 
 
@@ -110,40 +102,6 @@ def _summary() -> alt.Chart:
     )
 
 
-def _row_panel(pick: alt.Parameter, t: int) -> alt.LayerChart:
-    """The picked query's row, key by key: score, masked score, exp(s − max) and weight, with max and Σ above."""
-    columns = ["key", "score s", "masked", "exp(s−m)", "w = ÷ Σ"]
-    base = alt.Chart().transform_filter(pick)
-    y = alt.Y("k:O", title=None, axis=None)
-
-    x = alt.X("c:O", scale=alt.Scale(domain=columns),
-              axis=alt.Axis(orient="top", title=None, labelAngle=0, domain=False, ticks=False))
-
-    def column(n: int, text: str, aria: bool = False) -> alt.Chart:
-        return (base.transform_calculate(shown=text, c=f"'{columns[n]}'")
-                .mark_text(align="right", dx=COLUMN // 2 - 2, fontSize=12, aria=aria)
-                .encode(x=x, y=y, text="shown:N"))
-
-    key = column(0, "datum.key", aria=True).transform_calculate(
-        label="'query ' + datum.q + ' (' + datum.query + '), key ' + datum.k + ' (' + datum.key + '): score '"
-              " + format(datum.s, '.8f') + ', masked score ' + (datum.allowed ? format(datum.s, '.8f') : '-inf')"
-              " + ', exp(s - max) ' + format(datum.e, '.8f') + ', weight ' + format(datum.w, '.8f')",
-    ).encode(description=alt.Description("label:N"))
-    cells = [column(1, "format(datum.s, '.3f')"),
-             column(2, "datum.allowed ? format(datum.s, '.3f') : '−∞'"),
-             column(3, "format(datum.e, '.4f')"),
-             column(4, "format(datum.w, '.4f')")]
-    sums = base.transform_filter("datum.k == 0").transform_calculate(
-        text="'query ' + datum.q + ' (' + datum.query + '): ' + (datum.open > 0 ? 'max m = ' + format(datum.top, "
-             "'.3f') + ', Σ = ' + format(datum.total, '.4f') : 'no key left: every weight 0')",
-        label="'query ' + datum.q + ' (' + datum.query + '): ' + (datum.open > 0 ? 'max ' + format(datum.top, '.8f')"
-              " + ', sum ' + format(datum.total, '.8f') : 'no key left, sum ' + format(datum.total, '.8f'))",
-    ).mark_text(align="left", x=0, y=ROW * t + 14, fontSize=12).encode(
-        text="text:N", description=alt.Description("label:N"))
-    return alt.layer(key, *cells, sums).properties(width=COLUMN * len(columns), height=ROW * t,
-                                                   view=alt.ViewConfig(stroke=None))
-
-
 def mask_explorer(scores: torch.Tensor, tokens: Sequence[str], causal: bool = False, length: int | None = None,
                   window: int | None = None, query: int = 0) -> Explorer:
     """A heatmap of the weights of ``scores`` ``(t, t)``, t ≤ 8, under three controls for the masks (chapter 7).
@@ -158,10 +116,8 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str], causal: bool = Fa
     view = mask_view(scores, causal, length, window)  # checks the scores and the settings
     t = len(view["weights"])
     query = validate.integer(query, "query", minimum=0, maximum=t - 1, why="the row picked at the start")
-    if t > MAX_T or len(tokens) != t:
-        raise ValueError(f"need scores of shape (t, t) with t <= {MAX_T} (wider does not fit a phone) and t tokens; "
-                         f"got {tuple(scores.shape)} and {len(tokens)} tokens. Take the first {MAX_T}: "
-                         f"scores[:{MAX_T}, :{MAX_T}] and tokens[:{MAX_T}].")
+    check_labels(t, tokens, MAX_T, "scores of shape (t, t)",
+                 f"Take the first {MAX_T}: scores[:{MAX_T}, :{MAX_T}] and tokens[:{MAX_T}].", name="tokens")
     s = scores.double().tolist()
     data = pd.DataFrame([{"q": i, "k": j, "query": tokens[i], "key": tokens[j], "s": rounded(s[i][j])}
                          for i in range(t) for j in range(t)])
@@ -179,7 +135,9 @@ def mask_explorer(scores: torch.Tensor, tokens: Sequence[str], causal: bool = Fa
         strokeWidth=alt.condition(pick, alt.value(2.5), alt.value(1)),
         stroke=alt.condition(pick, alt.value("#d62728"), alt.value("white")))
     heatmap = alt.layer(cells, numbers, _summary()).properties(width=CELL * t, height=CELL * t)
-    chart = (alt.vconcat(heatmap, _row_panel(pick, t), spacing=24, data=data, transform=_vega_masked_softmax())
+    panel = row_panel(alt.Chart().transform_filter(pick), t)
+    chart = (alt.vconcat(heatmap, panel, spacing=24, data=data,
+                         transform=vega_softmax("datum.s", by=("q",), allowed=ALLOWED))
              .add_params(*params))
     masked = sum(not a for row in view["allowed"] for a in row)
     description = (f"A heatmap of the attention weights of {t} tokens, one row per query, under a check box for a "

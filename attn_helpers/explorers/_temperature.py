@@ -12,12 +12,14 @@ import torch
 from .. import validate
 from ..explore import temperature_weights
 from ..scaling import entropy
-from ._explorer import Explorer, rounded
+from ._explorer import Explorer, check_labels, rounded, vega_softmax
 
 __all__ = ["temperature_view", "temperature_explorer"]
 
 #: The slider's range for T, and its step in log₁₀ T: every factor of 10 gets the same length of track.
 T_MIN, T_MAX, LOG_STEP = 0.1, 10.0, 0.01
+#: The most keys: their bars, with their scores under them, fit a phone.
+MAX_KEYS = 8
 WIDTH = 280  # px: the chart, with its axis, fits a phone
 MARK = "#d62728"  # the marks of T = √d and of the uniform weights
 
@@ -67,24 +69,19 @@ def temperature_explorer(scores: torch.Tensor, labels: Sequence[str], temperatur
     if d is not None:
         d = validate.integer(d, "d", minimum=1, maximum=int(T_MAX ** 2), why="the vectors' size, with √d <= 10")
     s = scores.double()
-    if s.dim() != 1 or len(labels) != s.shape[0]:
-        raise ValueError(f"need scores of shape (t,) and t labels; got {tuple(s.shape)} and {len(labels)} labels.")
+    if s.dim() != 1:
+        raise ValueError(f"need scores of shape (t,), one row; got {tuple(s.shape)}. For a matrix, pick a row: "
+                         "scores[0].")
     t = s.shape[0]
-    shifted = s - s.max()  # the largest score becomes 0: exp never overflows in the browser
-    data = pd.DataFrame({"key": list(labels), "score": [rounded(x) for x in s.tolist()],
-                         "shifted": [rounded(x) for x in shifted.tolist()]})
+    check_labels(t, labels, MAX_KEYS, "scores of shape (t,)", "Give one label a key.")
+    data = pd.DataFrame({"key": list(labels), "score": [rounded(x) for x in s.tolist()]})
     log_t = alt.param(name="log10_T", value=rounded(math.log10(temperature)),
                       bind=alt.binding_range(min=math.log10(T_MIN), max=math.log10(T_MAX), step=LOG_STEP,
                                              name="log₁₀ of temperature T "))
     T = f"pow(10, {log_t.name})"
     shown_scores = alt.param(name="key_scores", value={k: rounded(x) for k, x in zip(labels, s.tolist(), strict=True)})
-    softmax = (
-        alt.Chart(data)
-        .transform_calculate(e=f"exp(datum.shifted / {T})")
-        .transform_joinaggregate(total="sum(e)")
-        .transform_calculate(w="datum.e / datum.total")
-        .transform_calculate(h="datum.w > 0 ? -datum.w * log(datum.w) : 0")
-    )
+    softmax = (alt.Chart(data, transform=vega_softmax(f"datum.score / {T}", by=()))
+               .transform_calculate(h="datum.w > 0 ? -datum.w * log(datum.w) : 0"))
     key_axis = alt.Axis(labelAngle=0, labelExpr="[datum.value, 's = ' + format(key_scores[datum.value], '~g')]",
                         labelFontSize=12, titleFontSize=12)
     bars = softmax.mark_bar().encode(

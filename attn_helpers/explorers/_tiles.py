@@ -10,9 +10,9 @@ import torch
 
 from .. import validate
 from ..attention import attention
-from ..flash import Tile, tile_scores, tiles
+from ..flash import Tile, flash_forward, tiles
 from ..masks import causal_mask
-from ..merge import finite_or_zero
+from ..traffic import Traffic
 from ._explorer import INK, Explorer, rounded
 
 __all__ = ["tile_walk_view", "tile_walk_explorer"]
@@ -20,59 +20,91 @@ __all__ = ["tile_walk_view", "tile_walk_explorer"]
 #: The tiles' colours: the one just computed, those computed before it, those still to come and those skipped.
 STATUS = {"current": "#e45756", "done": "#4c78a8", "to come": "#c6dbef", "skipped": "#eeeeee"}
 PICKED = "#ff7f0e"  # the outline of the picked query's row
+GHOST = "#888888"  # the marks of the step before, on light pages and dark ones
+#: The style of the veil that makes blocked scores pale: white on light pages, darker on the website's dark ones.
+PALE = "pale"
 #: The tile grid's side in pixels; with its legend beside it and the panels below, the explorer fits a phone.
 GRID = 160
 #: The short panels' value axes: a few ticks, so that a reader can read a value off them (Vega would draw one).
 TICKS = alt.Axis(tickCount=4)
 
 
-def _walk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
-          causal: bool) -> list[tuple[Tile | None, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """``(tile, m, l, acc)`` before the first tile and after each tile of ``flash_forward``'s walk, for all queries.
+class _Record(Traffic):
+    """A traffic counter that keeps what ``flash_forward`` leaves after each tile (:meth:`Traffic.state`)."""
 
-    ``m`` and ``l`` are ``(t_q, 1)``, ``acc`` ``(t_q, d_v)``; a query no tile has reached yet has ``m = -inf``,
-    ``l = 0`` and ``acc = 0``. Each tile updates its rows with ``flash_forward``'s online softmax.
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.tiles: list[tuple[Tile, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def state(self, tile: Tile, s: torch.Tensor, alpha: torch.Tensor, m: torch.Tensor, ell: torch.Tensor,
+              acc: torch.Tensor) -> None:
+        self.tiles.append((tile, s, alpha, m, ell, acc))
+
+
+def _walk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
+          causal: bool) -> list[tuple[Tile | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor, torch.Tensor,
+                                  torch.Tensor]]:
+    """``(tile, s, alpha, m, l, acc)`` before the first tile and after each tile of ``flash_forward``'s walk.
+
+    ``s`` ``(B_r, B_c)`` and ``alpha`` ``(B_r, 1)`` are the tile's scores and the factor that rescaled its rows, as
+    ``flash_forward`` computed them (``None`` before the first tile); ``m`` and ``l`` ``(t_q, 1)`` and ``acc``
+    ``(t_q, d_v)`` hold every query's state: the rows of the tiles so far, as ``flash_forward`` left them, and
+    ``m = -inf``, ``l = 0``, ``acc = 0`` for a query no tile has reached yet.
     """
-    scale, _ = validate.tiled_attention_args(q, k, v, None, causal, block_q, block_k, None)
-    work = torch.promote_types(q.dtype, torch.float32)  # as flash_forward: 16-bit inputs are computed in float32
-    q, k, v = q.to(work), k.to(work), v.to(work)
-    shift = k.shape[-2] - q.shape[-2]
-    m = torch.full((q.shape[-2], 1), -math.inf, dtype=work)  # (t_q, 1): every query's running maximum
-    ell, acc = torch.zeros_like(m), torch.zeros(q.shape[-2], v.shape[-1], dtype=work)  # (t_q, 1), (t_q, d_v)
-    states = [(None, m, ell, acc)]
-    for tile in tiles(q.shape[-2], k.shape[-2], block_q, block_k, causal):
+    record = _Record()
+    q, k, v = q.double(), k.double(), v.double()  # float64: the explorer's numbers are the same on every CPU
+    flash_forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k, traffic=record)
+    m = torch.full((q.shape[-2], 1), -math.inf, dtype=q.dtype)  # (t_q, 1)
+    ell, acc = torch.zeros_like(m), torch.zeros(q.shape[-2], v.shape[-1], dtype=q.dtype)  # (t_q, 1), (t_q, d_v)
+    states = [(None, None, None, m, ell, acc)]
+    for tile, s, alpha, m_r, ell_r, acc_r in record.tiles:  # each tile's rows, put in place among the others
         r = tile.rows
-        s = tile_scores(q[r], k[tile.cols], scale, tile, shift, None)  # (B_r, B_c)
-        m_r = torch.maximum(m[r], s.amax(dim=-1, keepdim=True))  # (B_r, 1)
-        p, alpha = torch.exp(s - finite_or_zero(m_r)), torch.exp(m[r] - finite_or_zero(m_r))  # (B_r, B_c), (B_r, 1)
-        ell_r, acc_r = alpha * ell[r] + p.sum(dim=-1, keepdim=True), alpha * acc[r] + p @ v[tile.cols]
         m, ell, acc = (x.slice_scatter(x_r, 0, r.start, r.stop) for x, x_r in ((m, m_r), (ell, ell_r), (acc, acc_r)))
-        states.append((tile, m, ell, acc))
+        states.append((tile, s, alpha, m, ell, acc))
     return states
+
+
+def _outputs(ell: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+    """``acc / l`` ``(t_q, d_v)``: each query's output over the keys seen so far, 0 before its first tile, as
+    ``flash_forward`` divides after a row's last tile."""
+    return acc / torch.where(ell == 0, torch.ones_like(ell), ell)
 
 
 def tile_walk_view(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int, step: int,
                    causal: bool = False) -> dict:
     """What :func:`tile_walk_explorer` shows after ``step`` tiles (chapter 10): each query's m, ℓ and output.
 
-    q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``, walked in tiles of ``block_q × block_k`` in
-    ``ah.flash.flash_forward``'s order (``ah.flash.tiles``). Returns the ``tile`` just computed (``None`` at step
-    0), ``tiles`` (how many the walk computes), and per query ``reached``, ``m`` (``-inf`` before its first tile),
-    ``l``, ``output = acc / l`` (0 before its first tile), ``exact`` (``ah.attention``'s output) and ``gap``, the
-    largest ``|output - exact|`` over the queries reached (``None`` at step 0).
+    q ``(t_q, d_k)``, k ``(t_k, d_k)``, v ``(t_k, d_v)``, walked in tiles of ``block_q × block_k`` by
+    ``ah.flash.flash_forward``, whose states it replays in float64. Returns the ``tile`` just computed (``None`` at
+    step 0), ``tiles`` (how many the walk computes), and per query ``reached``, ``m`` (``-inf`` before its first
+    tile), ``l``, ``output = acc / l`` (0 before its first tile), ``exact`` (``ah.attention``'s output) and ``gap``,
+    the largest ``|output - exact|`` over the queries reached (``None`` at step 0). ``scores`` ``(B_r, B_c)`` are the
+    tile's scores (``-inf`` where blocked); ``factor`` holds, for each query of the tile that an earlier tile reached,
+    the ``exp(m_old - m_new)`` that rescaled its ℓ and output (``None`` for every other query); ``before`` is the
+    ``reached``, ``m``, ``l`` and ``output`` of step ``step - 1`` (``None`` at step 0).
     """
     validate.one_sequence_args(q, k, v, None, "tile_walk_view")
+    validate.tiled_attention_args(q, k, v, None, causal, block_q, block_k, None)
     states = _walk(q, k, v, block_q, block_k, causal)
     step = validate.integer(step, "step", minimum=0, maximum=len(states) - 1, why="the number of tiles computed")
-    tile, m, ell, acc = states[step]
-    output = acc / torch.where(ell == 0, torch.ones_like(ell), ell)  # (t_q, d_v), as flash_forward divides
+    tile, s, alpha, m, ell, acc = states[step]
+    output = _outputs(ell, acc)  # (t_q, d_v)
     mask = causal_mask(q.shape[-2], k.shape[-2]) if causal else None
-    exact, _ = attention(q.to(output.dtype), k.to(output.dtype), v.to(output.dtype), mask)  # (t_q, d_v)
+    exact, _ = attention(q.double(), k.double(), v.double(), mask)  # (t_q, d_v)
     reached = (ell > 0)[:, 0]  # (t_q,)
     gap = (output - exact).abs()[reached].max().item() if reached.any() else None  # None: no query reached yet
-    return {"step": step, "tiles": len(states) - 1, "tile": tile, "reached": reached.tolist(),
-            "m": m[:, 0].tolist(), "l": ell[:, 0].tolist(), "output": output.tolist(), "exact": exact.tolist(),
-            "gap": gap}
+    view = {"step": step, "tiles": len(states) - 1, "tile": tile, "reached": reached.tolist(), "m": m[:, 0].tolist(),
+            "l": ell[:, 0].tolist(), "output": output.tolist(), "exact": exact.tolist(), "gap": gap,
+            "scores": None, "factor": [None] * q.shape[-2], "before": None}
+    if tile is not None:
+        _, _, _, m_0, ell_0, acc_0 = states[step - 1]
+        was = (ell_0 > 0)[:, 0]  # (t_q,): reached before this tile
+        view["scores"] = s.tolist()
+        view["factor"] = [alpha[i - tile.rows.start, 0].item() if tile.rows.start <= i < tile.rows.stop and was[i]
+                          else None for i in range(q.shape[-2])]
+        view["before"] = {"reached": was.tolist(), "m": m_0[:, 0].tolist(), "l": ell_0[:, 0].tolist(),
+                          "output": _outputs(ell_0, acc_0).tolist()}
+    return view
 
 
 def _tile_grid(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -93,27 +125,51 @@ def _tile_grid(t_q: int, t_k: int, block_q: int, block_k: int, causal: bool) -> 
     return pd.DataFrame(grid), pd.DataFrame(cells)
 
 
+def _factors(view: dict) -> tuple[str, str]:
+    """The caption's second line at one step, and its label: the factor ``exp(m_old - m_new)`` of each query of the
+    tile that an earlier tile reached."""
+    tile, factors = view["tile"], [(i, a) for i, a in enumerate(view["factor"]) if a is not None]
+    if tile is None:
+        return "", ""
+    if not factors:
+        return "its queries' first tile: nothing to rescale", "its queries' first tile: nothing to rescale"
+    text = ", ".join(f"{rounded(a):.2f} (query {i})" for i, a in factors)
+    label = ", ".join(f"query {i} {rounded(a):.8f}" for i, a in factors)
+    return f"e^(m_old − m_new) = {text}", f"rescaling factor exp(m_old - m_new): {label}"
+
+
 def _walk_data(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int, block_k: int,
-               causal: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every step's state as rounded rows: per query (m, ℓ), per query and dimension (output, exact), per step a
-    caption, and the exact output on its own."""
+               causal: bool) -> dict[str, pd.DataFrame]:
+    """Every step of the walk as rounded rows: ``rows`` per query (m, ℓ, and ``m0``, ``l0`` the step before for the
+    tile's queries that an earlier tile reached, else None), ``outs`` per query and dimension (output, exact, ``o0``
+    likewise), ``scores`` each computed score with its tile, ``captions`` per step, and ``exact`` the exact output."""
     n = tile_walk_view(q, k, v, block_q, block_k, 0, causal)["tiles"]
-    rows, outs, captions = [], [], []
+    data = {name: [] for name in ("rows", "outs", "scores", "captions")}
     for step in range(n + 1):
         view = tile_walk_view(q, k, v, block_q, block_k, step, causal)
+        before = view["before"]
         for i in (i for i, seen in enumerate(view["reached"]) if seen):
-            rows.append({"step": step, "query": i, "m": rounded(view["m"][i]), "l": rounded(view["l"][i])})
-            outs += [{"step": step, "query": i, "dim": f"output {d + 1}", "o": rounded(o), "exact": rounded(e)}
-                     for d, (o, e) in enumerate(zip(view["output"][i], view["exact"][i], strict=True))]
+            again = view["factor"][i] is not None  # a query of the tile that an earlier tile reached: a ghost
+            data["rows"].append({"step": step, "query": i, "m": rounded(view["m"][i]), "l": rounded(view["l"][i]),
+                                 "m0": rounded(before["m"][i]) if again else None,
+                                 "l0": rounded(before["l"][i]) if again else None})
+            data["outs"] += [{"step": step, "query": i, "dim": f"output {d + 1}", "o": rounded(o),
+                              "exact": rounded(e), "o0": rounded(before["output"][i][d]) if again else None}
+                             for d, (o, e) in enumerate(zip(view["output"][i], view["exact"][i], strict=True))]
         tile = view["tile"]
+        if tile is not None:
+            data["scores"] += [{"step": step, "i": tile.rows.start + a, "j": tile.cols.start + b,
+                                "s": None if math.isinf(x) else rounded(x)}
+                               for a, row in enumerate(view["scores"]) for b, x in enumerate(row)]
         where = ("no tile computed yet" if tile is None else
                  f"queries {tile.rows.start}–{tile.rows.stop - 1} × keys {tile.cols.start}–{tile.cols.stop - 1}"
                  + (", masked" if tile.masked else ""))
         gap = {"gap": 0.0, "reached": 0} if view["gap"] is None else {"gap": rounded(view["gap"]), "reached": 1}
-        captions.append({"step": step, "where": where, **gap})
-    exact = [{"query": i, "dim": f"output {d + 1}", "exact": rounded(e)}
-             for i, row in enumerate(view["exact"]) for d, e in enumerate(row)]
-    return pd.DataFrame(rows), pd.DataFrame(outs), pd.DataFrame(captions), pd.DataFrame(exact)
+        factors, label = _factors(view)
+        data["captions"].append({"step": step, "where": where, "factors": factors, "factors_label": label, **gap})
+    data["exact"] = [{"query": i, "dim": f"output {d + 1}", "exact": rounded(e)}
+                     for i, row in enumerate(view["exact"]) for d, e in enumerate(row)]
+    return {name: pd.DataFrame(rows) for name, rows in data.items()}
 
 
 def _domain(*columns: pd.Series) -> list[float]:
@@ -123,9 +179,10 @@ def _domain(*columns: pd.Series) -> list[float]:
     return [rounded(low - pad), rounded(high + pad)]
 
 
-def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame, tile: alt.Parameter, n: int,
+def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, data: dict[str, pd.DataFrame], tile: alt.Parameter, n: int,
                 block_q: int, block_k: int, pick: alt.Parameter) -> alt.LayerChart:
-    """The score matrix in tiles, coloured by where the walk is at the slider's step, under a caption."""
+    """The score matrix in tiles, coloured by where the walk is at the slider's step, the tile's scores in its cells,
+    under two lines: the tile, and the factor that rescaled each of its queries."""
     t_q, t_k = int(cells["i1"].max()), int(cells["j1"].max())
     status = (f"datum.n == 0 ? 'skipped' : datum.n == {tile.name} ? 'current' : "
               f"datum.n < {tile.name} ? 'done' : 'to come'")
@@ -138,14 +195,28 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
         return alt.Y(field, scale=alt.Scale(domain=[0, t_q], reverse=True), title="query",
                      axis=alt.Axis(values=list(range(0, t_q + 1, block_q)), labelOverlap=False))
 
+    where = {"x": keys("j:Q"), "x2": "j1:Q", "y": queries("i:Q"), "y2": "i1:Q"}
     scores = alt.Chart(cells).transform_calculate(status=status).mark_rect(aria=False).properties(
         name="tile_scores").add_params(pick).encode(  # named: Altair's names change between runs
-        x=keys("j:Q"), x2="j1:Q", y=queries("i:Q"), y2="i1:Q",
         color=alt.Color("status:N", title="tile", legend=alt.Legend(orient="right"),
                         scale=alt.Scale(domain=list(STATUS), range=list(STATUS.values()))),
-        opacity=alt.condition("datum.allowed", alt.value(1.0), alt.value(0.3)),  # blocked scores pale
         stroke=alt.condition(pick, alt.value(PICKED), alt.value("transparent")),  # the picked query's row
+        **where)
+    # Blocked scores pale: a veil of the page's colour (PALE), which the website's dark pages darken.
+    veil = alt.Chart(cells).transform_filter("!datum.allowed").mark_rect(aria=False, style=PALE).encode(
+        **where).properties(name="tile_veil")
+    numbers = (
+        alt.Chart(data["scores"]).transform_filter(f"datum.step == {tile.name}")
+        .transform_calculate(x="datum.j + 0.5", y="datum.i + 0.5",
+                             shown="datum.s === null ? '−∞' : format(datum.s, '.1f')",
+                             label="'score of query ' + datum.i + ', key ' + datum.j + ': '"
+                                   " + (datum.s === null ? 'blocked' : format(datum.s, '.8f'))")
+        .mark_text(fontSize=9)
+        .encode(x=alt.X("x:Q", scale=alt.Scale(domain=[0, t_k])), y=alt.Y("y:Q", scale=alt.Scale(domain=[0, t_q])),
+                text="shown:N", description=alt.Description("label:N"))
     )
+    numbers = alt.layer(numbers.transform_filter("datum.s !== null").encode(color=alt.value("black")),
+                        numbers.transform_filter("datum.s === null").mark_text(fontSize=9, style=INK))
     outlines = (
         alt.Chart(grid).transform_calculate(status=status)
         .transform_calculate(label=f"'tile ' + (datum.n == 0 ? 'skipped' : datum.n + ' of {n}') + "
@@ -156,11 +227,16 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
     computed = outlines.transform_filter("datum.n > 0").mark_rect(fillOpacity=0, style=INK).encode(
         strokeWidth=alt.condition(f"datum.n == {tile.name}", alt.value(3), alt.value(0.8)))
     skipped = outlines.transform_filter("datum.n == 0").mark_rect(fillOpacity=0, stroke="#888888", strokeDash=[3, 2])
-    now = alt.Chart(captions).transform_filter(f"datum.step == {tile.name}")
+    now = alt.Chart(data["captions"]).transform_filter(f"datum.step == {tile.name}")
     caption = (
         now.transform_calculate(text=f"'after ' + datum.step + ' of {n} tiles: ' + datum.where")
-        .mark_text(align="left", x=0, y=-10, fontSize=12)
+        .mark_text(align="left", x=0, y=-26, fontSize=12)
         .encode(text="text:N", description=alt.Description("text:N"))
+    )
+    factors = (
+        now.transform_filter("datum.factors != ''")
+        .mark_text(align="left", x=0, y=-10, fontSize=12)
+        .encode(text="factors:N", description=alt.Description("factors_label:N"))
     )
     gap = (
         now.transform_calculate(text="datum.reached ? 'largest gap to\\nexact output:\\n' + format(datum.gap, '.4f')"
@@ -170,38 +246,51 @@ def _walk_chart(grid: pd.DataFrame, cells: pd.DataFrame, captions: pd.DataFrame,
         .mark_text(align="left", baseline="top", x=GRID + 12, y=GRID * 5 // 8, fontSize=11, lineBreak="\n")
         .encode(text="text:N", description=alt.Description("label:N"))
     )
-    return alt.layer(scores, computed, skipped, caption, gap).properties(width=GRID, height=GRID * t_q // t_k)
+    return alt.layer(scores, veil, numbers, computed, skipped, caption, factors, gap).properties(
+        width=GRID, height=GRID * t_q // t_k)
 
 
-def _state_charts(rows: pd.DataFrame, outs: pd.DataFrame, exact: pd.DataFrame, tile: alt.Parameter,
-                  t_q: int) -> list[alt.TopLevelMixin]:
-    """Three panels, query by query, at the slider's step: m (points), ℓ (bars), output (points) and exact (ticks)."""
+def _state_charts(data: dict[str, pd.DataFrame], tile: alt.Parameter, t_q: int) -> list[alt.TopLevelMixin]:
+    """Three panels, query by query, at the slider's step: m (points), ℓ (bars), output (points) and exact (ticks),
+    and, hollow or dashed, where the tile's queries were before it (one mark with the values now, so that a step
+    without such a query draws no empty mark, which screen readers would meet unlabelled)."""
+    rows, outs = data["rows"], data["outs"]
     x = alt.X("query:O", scale=alt.Scale(domain=list(range(t_q))), title="query", axis=alt.Axis(labelAngle=0))
-    state = alt.Chart(rows).transform_filter(f"datum.step == {tile.name}")
-    m = state.transform_calculate(label="'m of query ' + datum.query + ': ' + format(datum.m, '.8f')").mark_point(
-        filled=True, size=50, style=INK).encode(
-        x=x, y=alt.Y("m:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
-        description=alt.Description("label:N"))
-    ell = state.transform_calculate(label="'ℓ of query ' + datum.query + ': ' + format(datum.l, '.8f')").mark_bar(
-        color=STATUS["done"]).encode(
-        x=x, y=alt.Y("l:Q", title="ℓ", scale=alt.Scale(domain=_domain(rows["l"]))),
-        description=alt.Description("label:N"))
+
+    def now_and_before(chart: alt.Chart, now: str, before: str, name: str) -> alt.Chart:  # one datum a value shown
+        return (chart.transform_filter(f"datum.step == {tile.name}").transform_fold([now, before], as_=["when", "y"])
+                .transform_filter("datum.y !== null").transform_calculate(
+                    label=f"{name} + ' of query ' + datum.query + (datum.when == '{before}' ? ' before this tile' : '')"
+                          " + ': ' + format(datum.y, '.8f')"))
+
+    hollow = {"fillOpacity": alt.condition("datum.when == 'm0' || datum.when == 'o0'", alt.value(0), alt.value(1)),
+              "strokeDash": alt.condition("datum.when == 'm0' || datum.when == 'o0'", alt.value([2, 1]),
+                                          alt.value([1, 0]))}
+    m = now_and_before(alt.Chart(rows), "m", "m0", "'m'").mark_point(filled=True, size=50, style=INK).encode(
+        x=x, y=alt.Y("y:Q", title="m", scale=alt.Scale(domain=_domain(rows["m"])), axis=TICKS),
+        description=alt.Description("label:N"), **hollow)
+    ell = now_and_before(alt.Chart(rows), "l", "l0", "'ℓ'").mark_bar().encode(
+        x=x, y=alt.Y("y:Q", title="ℓ", scale=alt.Scale(domain=_domain(rows["l"])), stack=None),
+        fill=alt.condition("datum.when == 'l0'", alt.value("transparent"), alt.value(STATUS["done"])),
+        stroke=alt.condition("datum.when == 'l0'", alt.value(GHOST), alt.value("transparent")),
+        strokeDash=alt.condition("datum.when == 'l0'", alt.value([3, 2]), alt.value([1, 0])),
+        strokeWidth=alt.value(1.5), description=alt.Description("label:N"))
     values = alt.Scale(domain=_domain(outs["o"], outs["exact"]))
     dims = {"x": x, "xOffset": "dim:N", "color": alt.Color("dim:N", title=None, legend=alt.Legend(orient="bottom"))}
-    ticks = alt.Chart(exact).transform_calculate(
+    ticks = alt.Chart(data["exact"]).transform_calculate(
         label="'exact ' + datum.dim + ' of query ' + datum.query + ': ' + format(datum.exact, '.8f')").mark_tick(
         thickness=2).encode(y=alt.Y("exact:Q", title="output", scale=values, axis=TICKS),
-                        description=alt.Description("label:N"),
-                            **dims)
+                            description=alt.Description("label:N"), **dims)
     moving = alt.Chart(outs).transform_filter(f"datum.step == {tile.name}")
     gaps = moving.mark_rule(aria=False).encode(y=alt.Y("o:Q", scale=values), y2="exact:Q", **dims)
-    points = moving.transform_calculate(
-        label="datum.dim + ' of query ' + datum.query + ': ' + format(datum.o, '.8f')").mark_point(
-        filled=True, size=40).encode(y=alt.Y("o:Q", scale=values), description=alt.Description("label:N"), **dims)
+    points = now_and_before(alt.Chart(outs), "o", "o0", "datum.dim").mark_point(filled=True, size=40).encode(
+        y=alt.Y("y:Q", scale=values), stroke=alt.Stroke("dim:N", legend=None), description=alt.Description("label:N"),
+        **dims, **hollow)
     panel = {"width": 260, "height": 70}
-    return [m.properties(title="running maximum m of each query", **panel),
-            ell.properties(title="running sum ℓ", **panel),
-            alt.layer(ticks, gaps, points).properties(title="output (points) and exact attention (ticks)", **panel)]
+    return [m.properties(title="running maximum m of each query (○ before the tile)", **panel),
+            ell.properties(title="running sum ℓ (dashed: before the tile)", **panel),
+            alt.layer(ticks, gaps, points).properties(title="output (● now, ○ before the tile), exact (ticks)",
+                                                      **panel)]
 
 
 def _query_charts(rows: pd.DataFrame, outs: pd.DataFrame, pick: alt.Parameter, tile: alt.Parameter,
@@ -251,19 +340,23 @@ def tile_walk_explorer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_
     n = tile_walk_view(q, k, v, block_q, block_k, step, causal)["tiles"]  # checks the inputs and the step
     t_q, t_k = q.shape[0], k.shape[0]
     grid, cells = _tile_grid(t_q, t_k, block_q, block_k, causal)
-    rows, outs, captions, exact = _walk_data(q, k, v, block_q, block_k, causal)
+    data = _walk_data(q, k, v, block_q, block_k, causal)
     query = t_q - 1 if query is None else validate.integer(query, "query", minimum=0, maximum=t_q - 1,
                                                               why="the query picked at the start")
-    rows, outs = rows.assign(i=rows["query"]), outs.assign(i=outs["query"])  # "i": the query, as the cells name it
+    for name in ("rows", "outs"):  # "i": the query, as the cells name it
+        data[name] = data[name].assign(i=data[name]["query"])
     tile = alt.param(name="tile", value=step, bind=alt.binding_range(min=0, max=n, step=1, name="tiles computed "))
     pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False, value=[{"i": query}],
                                bind=alt.binding_select(options=list(range(t_q)), name="query "))
-    walk = _walk_chart(grid, cells, captions, tile, n, block_q, block_k, pick)
+    walk = _walk_chart(grid, cells, data, tile, n, block_q, block_k, pick)
     chart = alt.vconcat(
-        walk, *_query_charts(rows, outs, pick, tile, n), *_state_charts(rows, outs, exact, tile, t_q),
+        walk, *_query_charts(data["rows"], data["outs"], pick, tile, n), *_state_charts(data, tile, t_q),
     ).resolve_scale(color="independent").add_params(tile)
     description = (f"The {n} tiles flash_forward computes for {t_q} queries and {t_k} keys in tiles of {block_q} × "
                    f"{block_k}{', causal' if causal else ''}, one at a time under a slider, with each query's running "
                    "maximum m, running sum ℓ and output beside the exact attention, which a query's output reaches "
                    "at the last tile of its row.")
-    return Explorer(chart, description, "Step the tiles; click a row to follow its m and ℓ")
+    explorer = Explorer(chart, description, "Step the tiles; click a row to follow its m and ℓ")
+    # The veil's colour on light pages; _static/explorers.js gives it the page's own on dark ones.
+    explorer.chart.config.style[PALE] = {"color": "white", "fill": "white", "opacity": 0.7}
+    return explorer

@@ -1,7 +1,8 @@
 """How the website draws an explorer: a MyST-NB plugin (registered in pyproject.toml) for Vega-Lite outputs.
 
-The page gets the specification in a JSON script tag and a sentence for readers without JavaScript;
-``_static/explorers.js`` draws it with the Vega libraries the site serves itself (``_ext/explorers.py``).
+The page gets the specification in a JSON script tag, vega-embed's options (``EMBED_OPTIONS``, as JupyterLab gets
+them) in the block's ``data-embed-options``, and a sentence for readers without JavaScript; ``_static/explorers.js``
+draws it with the Vega libraries the site serves itself (``_ext/explorers.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from ._explorer import MIME_TYPE
+from ._explorer import EMBED_OPTIONS, MIME_TYPE
 
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
 
@@ -29,8 +30,9 @@ class VegaLiteOnPage:
         spec = data.content if isinstance(data.content, dict) else json.loads(data.content)
         payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
         description = html.escape(spec.get("description", "An interactive figure."))
+        options = html.escape(json.dumps(EMBED_OPTIONS, separators=(",", ":")), quote=True)
         page_html = (
-            '<div class="book-explorer">'
+            f'<div class="book-explorer" data-embed-options="{options}">'
             f'<script type="application/json">{payload}</script>'
             f'<p class="book-explorer-fallback">{description} (This interactive figure needs JavaScript.)</p>'
             "</div>"

@@ -171,7 +171,9 @@ class GloVe:
         if isinstance(query, str):
             skip.add(query)
             query = self[query]
-        if not isinstance(query, torch.Tensor) or query.shape != (self.dim,):
+        if not isinstance(query, torch.Tensor):
+            raise TypeError(f"query must be a word or a vector of shape ({self.dim},), got {type(query).__name__}.")
+        if query.shape != (self.dim,):
             raise ValueError(f"query must be a word or a vector of shape ({self.dim},).")
         if self._unit is None:
             self._unit = torch.nn.functional.normalize(self.vectors, dim=1)

@@ -1,8 +1,8 @@
 """Checks of single numbers and lists of numbers: sizes, lengths, factors and rates (chapters 1-12).
 
 ``integer`` is the package's one integer check, ``real`` its one real-number check and ``flag`` its one bool
-check; every other check of a number goes through them (``whole_number`` and ``real_number`` are the tests
-behind the first two, for a caller that words its own message).
+check; every other check of a number goes through them (``whole_number`` is the test behind the first, for a
+caller that words its own message, such as an exercise's check).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import math
 import numbers
 import operator
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -23,8 +24,8 @@ def integer(
     """``value`` as an ``int`` after checking it is a whole number in ``minimum … maximum`` (either may be None).
 
     The one integer check of the package (``minimum=1`` for a positive size): Python and NumPy integers
-    and 0-d integer tensors pass; bools, floats and strings raise a ``ValueError`` that says what was
-    passed and, where it can, what to write instead.
+    and 0-d integer tensors pass; bools, floats and strings raise a ``TypeError`` and a number out of
+    bounds a ``ValueError``, each saying what was passed and, where it can, what to write instead.
     """
     if value is None and none_ok:
         return None
@@ -40,7 +41,8 @@ def integer(
         what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer of at least {minimum}")
     what += f" ({why})" if why else ""
     what += " or None" if none_ok else ""
-    raise ValueError(f"{name} must be {what}, got {_described(value, name)}.")
+    error = TypeError if number is None else ValueError
+    raise error(f"{name} must be {what}, got {_described(value, name)}.")
 
 
 def whole_number(value: object) -> int | None:
@@ -57,21 +59,16 @@ def whole_number(value: object) -> int | None:
         return None
 
 
-def real_number(value: object) -> float | None:
-    """``value`` as a ``float`` if it is a finite real number, else ``None``: the test behind :func:`real`
-    (chapters 2-12).
-
-    Python and NumPy numbers and one-number tensors are real numbers; bools, strings, NaN and inf are not.
-    """
+def _as_float(value: object) -> float | None:
+    """``value`` as a ``float`` (NaN and inf too) if it is a number, else ``None``: what tells a wrong kind."""
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not _is_bool(value):
         value = value.item()
     if _is_bool(value) or isinstance(value, (str, torch.Tensor)) or not hasattr(value, "__float__"):
         return None
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
         return None
-    return number if math.isfinite(number) else None
 
 
 def _is_bool(value: object) -> bool:
@@ -95,10 +92,17 @@ def _described(value: object, name: str, *, whole: bool = True) -> str:
 
 
 def _kind(value: object) -> str:
-    """What kind of thing ``value`` is, for a message: "a bool, not a number", "a float", "a str", …"""
+    """What kind of thing ``value`` is, for a message: "a bool, not a number", "a float", "a numpy.int64", …"""
     if _is_bool(value):
         return "a bool, not a number"
-    return f"a {type(value).__name__}"
+    return f"a {_type_name(value)}"
+
+
+def _type_name(value: object) -> str:
+    """The name of ``value``'s type as its user writes it: "str", "numpy.bool", "torch.Tensor"."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    return kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
 
 
 def real(
@@ -109,15 +113,16 @@ def real(
 
     The one real-number check of the package: ``above`` is a strict lower bound (``above=0`` for a positive
     number), ``at_least`` and ``at_most`` are inclusive bounds; each may be None. Python and NumPy numbers and
-    one-number tensors pass; bools, strings, NaN and inf raise a ``ValueError`` that says what was passed.
-    ``why`` (a few words) is added to the message.
+    one-number tensors pass; bools and strings raise a ``TypeError``, NaN, inf and a number out of bounds a
+    ``ValueError``, each saying what was passed. ``why`` (a few words) is added to the message.
     """
-    number = real_number(value)
-    if number is not None and (above is None or number > above) and (at_least is None or number >= at_least) \
-            and (at_most is None or number <= at_most):
+    number = _as_float(value)
+    if number is not None and math.isfinite(number) and (above is None or number > above) \
+            and (at_least is None or number >= at_least) and (at_most is None or number <= at_most):
         return number
-    raise ValueError(f"{name} must be {_interval(above, at_least, at_most)}{f' ({why})' if why else ''}, "
-                     f"got {_described(value, name, whole=False)}.")
+    error = TypeError if number is None else ValueError
+    raise error(f"{name} must be {_interval(above, at_least, at_most)}{f' ({why})' if why else ''}, "
+                f"got {_described(value, name, whole=False)}.")
 
 
 def _interval(above: float | None, at_least: float | None, at_most: float | None) -> str:
@@ -134,15 +139,18 @@ def sizes_list(sizes: object, name: str = "sizes", minimum: int = 1, why: str = 
     """Sequence lengths to measure (chapters 7 and 9): a non-empty, increasing list of integers ``>= minimum``.
 
     Python and NumPy integers pass, as in :func:`integer`; ``why`` (a few words) is added to the message
-    for a number below ``minimum``. Returns them as a list of ``int``.
+    for a number below ``minimum``. Returns them as a list of ``int``. Something not a list, or an entry not an
+    integer, raises a ``TypeError``; an empty list, a number too small or out of order a ``ValueError``.
     """
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or isinstance(sizes, dict):
-        raise ValueError(f"{name} must be a non-empty list of positive ints, got {sizes!r}.")
+        raise TypeError(f"{name} must be a non-empty list of positive ints, got {sizes!r} ({_kind(sizes)}).")
     values = list(sizes)
     numbers = [whole_number(t) for t in values]
-    if not numbers or any(n is None for n in numbers):
-        bad = next((f"; {t!r} ({_kind(t)}) is not one" for t, n in zip(values, numbers, strict=True) if n is None), "")
-        raise ValueError(f"{name} must be a non-empty list of positive ints, got {values!r}{bad}.")
+    bad = next((f"; {t!r} ({_kind(t)}) is not one" for t, n in zip(values, numbers, strict=True) if n is None), None)
+    if bad is not None:
+        raise TypeError(f"{name} must be a non-empty list of positive ints, got {values!r}{bad}.")
+    if not numbers:
+        raise ValueError(f"{name} must be a non-empty list of positive ints, got {values!r}.")
     if min(numbers) < minimum:
         what = "positive ints" if minimum == 1 else f"ints >= {minimum}"
         raise ValueError(f"{name} must be a non-empty list of {what}{f' ({why})' if why else ''}, got {values!r}.")
@@ -151,53 +159,45 @@ def sizes_list(sizes: object, name: str = "sizes", minimum: int = 1, why: str = 
     return numbers
 
 
-def lengths_list(lengths: object) -> list[int]:
-    """Sequence lengths (a list, tuple, 1-D integer tensor or array) as a non-empty list of ints >= 0 (chapter 7)."""
-    if isinstance(lengths, torch.Tensor) or hasattr(lengths, "dtype"):
-        kind = str(getattr(lengths, "dtype", ""))
-        if getattr(lengths, "ndim", None) != 1 or "float" in kind or "bool" in kind:
-            raise ValueError(
-                f"lengths must be a 1-D integer tensor or a list of ints, got a tensor of shape "
-                f"{tuple(lengths.shape)} and dtype {lengths.dtype}."
-            )
-        lengths = lengths.tolist()
-    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or len(lengths) == 0:
-        raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}.")
-    return [integer(n, "every length", minimum=0) for n in lengths]
+def even_int(value: object, name: str, *, otherwise: str = "") -> int:
+    """``value`` as an ``int`` after checking it is a positive even number, such as RoPE's width (chapters 8-11).
 
-
-def even_int(value: object, name: str) -> int:
-    """``value`` as an ``int`` after checking it is a positive even number, such as RoPE's width (chapter 11)."""
+    ``otherwise`` (a few words) names another way out, added to the message after "Use an even ...".
+    """
     number = integer(value, name, minimum=1)
     if number % 2:
         raise ValueError(
             f"{name} must be even, got {number}: RoPE turns the features in pairs, one pair per frequency. "
-            f"Use an even {name} (e.g. {number + 1})."
+            f"Use an even {name} (e.g. {number + 1}){f', or {otherwise}' if otherwise else ''}."
         )
     return number
 
 
 def flag(value: object, name: str) -> bool:
-    """``value`` after checking it is a bool, ``True`` or ``False`` (chapter 12's ``absorb``).
+    """``value`` as a Python ``bool`` after checking it is ``True`` or ``False`` (chapter 12's ``absorb``).
 
-    Rejects strings, numbers and tensors: ``"no"`` is truthy in Python, so a setting that must be a bool says so.
+    A NumPy bool passes (such as ``array.max() > 0``: one truth value, as a bool). Strings, numbers and tensors
+    raise a ``TypeError``: ``"no"`` is truthy in Python, so a setting that must be a bool says so.
     """
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__}): pass a bool, "
-                        f"e.g. {name}=False.")
-    return value
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and str(value.dtype) == "bool":
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r} ({_type_name(value)}): pass a bool, "
+                    f"e.g. {name}=False.")
 
 
-def probabilities(values: object, name: str) -> list:
+def probabilities(values: object, name: str) -> list[Fraction]:
     """``values`` as a list of exact ``Fraction`` probabilities that sum to exactly 1 (chapter 12).
 
     Takes ints and ``fractions.Fraction`` (and floats, converted exactly); rejects negative entries, an empty list
     and a sum other than 1, which floats such as 0.1 rarely reach exactly: use ``Fraction(1, 10)``.
     """
-    from fractions import Fraction
-
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
-        raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got {values!r}.")
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name} must be a list of probabilities, one per token, got {values!r} "
+                        f"({_type_name(values)}).")
+    if len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of probabilities, one per token, got an empty one.")
     exact = []
     for i, v in enumerate(values):
         number = real(v, f"{name}[{i}]", at_least=0, why="a probability")

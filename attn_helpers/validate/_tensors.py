@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._numbers import flag, integer, whole_number
+from ._numbers import flag, integer, real
 
 
 def as_float_tensor(x: torch.Tensor, name: str, *, min_dim: int = 1) -> torch.Tensor:
@@ -60,7 +60,7 @@ def _same_dtype(tensors: dict[str, torch.Tensor]) -> None:
         )
 
 
-def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shape ``shapes`` broadcast to, as ``torch.broadcast_shapes`` gives it, or ``None`` if they do not."""
     out = []
     for sizes in itertools.zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
@@ -73,45 +73,25 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
 
 def _broadcastable(*shapes: tuple[int, ...]) -> bool:
     """True if the shapes broadcast together, as in ``torch.broadcast_shapes`` (without its slow first import)."""
-    return broadcast_shape(*shapes) is not None
-
-
-def softmax_dim(x: object, dim: object) -> int:
-    """The checks of :func:`attn_helpers.softmax`: ``x`` a float tensor, ``dim`` an integer within its dimensions.
-
-    Returns ``dim`` as an ``int``. A bad ``x`` or ``dim`` type raises ``TypeError``, a ``dim`` out of range
-    ``ValueError``.
-    """
-    if not isinstance(x, torch.Tensor) or not torch.is_floating_point(x):
-        as_float_tensor(x, "x")  # raises the explanatory TypeError, naming softmax(x)'s argument
-    number = whole_number(dim)
-    if number is None:
-        raise TypeError(f"dim must be an integer such as -1 (the last dimension), got {dim!r}.")
-    if not -max(x.dim(), 1) <= number < max(x.dim(), 1):
-        raise ValueError(f"dim={number} is out of range for an input of shape {tuple(x.shape)}.")
-    return number
+    return _broadcast_shape(*shapes) is not None
 
 
 def _scale_value(scale: object, d_k: int) -> float:
-    """The attention scale as a float: ``1/sqrt(d_k)`` for ``None``, else a positive finite number.
-
-    A 0-d tensor (such as ``dk ** -0.5`` with ``dk = torch.tensor(50)``) is taken as its value;
-    a bool is rejected (``True`` is not a scale).
-    """
+    """The attention scale as a float: ``1/sqrt(d_k)`` for ``None``, else a positive finite number (:func:`real`)."""
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    if isinstance(scale, torch.Tensor) and scale.dim() == 0 and scale.dtype != torch.bool:
-        scale = scale.item()
-    if isinstance(scale, bool) or not hasattr(scale, "__float__") or isinstance(scale, (str, torch.Tensor)):
-        kind = "a bool" if isinstance(scale, bool) else type(scale).__name__
-        raise TypeError(
-            f"scale must be a positive finite number, got {scale!r} ({kind}). Leave it out for "
-            f"1/sqrt(d_k), or pass a number such as scale=1.0 for the raw dot products."
+    return real(scale, "scale", above=0, why="leave it out for 1/sqrt(d_k), or pass scale=1.0 for the raw dot products")
+
+
+def key_value_tokens(k: torch.Tensor, v: torch.Tensor, keys: str = "keys", values: str = "values") -> int:
+    """The key/value rule (chapters 1, 2, 5 and 9): k ``(..., t_k, d_k)`` and v ``(..., t_k, d_v)`` describe the same
+    ``t_k`` tokens, one value per key; returns ``t_k``. ``keys`` and ``values`` name them in the message."""
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"{keys} describe {k.shape[-2]} tokens but {values} describe {v.shape[-2]}: every key needs exactly "
+            f"one value ({keys} {tuple(k.shape)}, {values} {tuple(v.shape)})."
         )
-    value = float(scale)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}.")
-    return value
+    return k.shape[-2]
 
 
 def one_sequence_args(q: object, k: object, v: object, scale: object, owner: str) -> float:
@@ -122,11 +102,9 @@ def one_sequence_args(q: object, k: object, v: object, scale: object, owner: str
         as_float_tensor(x, name, min_dim=2)
         if x.dim() != 2:
             raise ValueError(f"{owner} takes one sequence: {name} must be 2-D (t, d), got {tuple(x.shape)}.")
-    if q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
-        raise ValueError(
-            f"shapes do not fit: q {tuple(q.shape)} and k {tuple(k.shape)} need the same d_k, "
-            f"k and v {tuple(v.shape)} the same number of tokens."
-        )
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(f"shapes do not fit: q {tuple(q.shape)} and k {tuple(k.shape)} need the same d_k.")
+    key_value_tokens(k, v)
     return _scale_value(scale, q.shape[1])
 
 
@@ -144,11 +122,7 @@ def _attention_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
             f"queries have d_k={q.shape[-1]} features but keys have {k.shape[-1]}: "
             f"the dot product q·k needs the same last dimension (q {tuple(q.shape)}, k {tuple(k.shape)})."
         )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"keys describe {k.shape[-2]} tokens but values describe {v.shape[-2]}: "
-            f"every key needs exactly one value (k {tuple(k.shape)}, v {tuple(v.shape)})."
-        )
+    key_value_tokens(k, v)
     if not _broadcastable(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
         raise ValueError(
             f"the leading (batch) dimensions {tuple(q.shape[:-2])}, {tuple(k.shape[:-2])} and "
@@ -160,7 +134,7 @@ def attention_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: obje
     """All the checks of :func:`attn_helpers.attention` in one call; returns the scale as a float."""
     _attention_inputs(q, k, v)
     if mask is not None:
-        batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = _broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         _attention_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
     return _scale_value(scale, q.shape[-1])
 
@@ -174,7 +148,7 @@ def _attention_mask(mask: object, scores_shape: tuple[int, ...]) -> None:
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}.")
-    together = broadcast_shape(mask.shape, scores_shape)
+    together = _broadcast_shape(mask.shape, scores_shape)
     if together is None:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
@@ -225,40 +199,8 @@ def tiled_attention_args(
         raise TypeError(f"the tiled passes take a bool mask (True = may attend), got {getattr(mask, 'dtype', mask)!r}; "
                         "turn an additive mask into one with mask == 0.")
     scores = (*q.shape[:-2], q.shape[-2], k.shape[-2])
-    if broadcast_shape(mask.shape, scores) != scores:
+    if _broadcast_shape(mask.shape, scores) != scores:
         raise ValueError(f"a mask of shape {tuple(mask.shape)} cannot be cut into the tiles of scores of shape "
                          f"{scores}: its last two dimensions must be (t_q, t_k) = {scores[-2:]} (or 1), and it may "
                          f"not add leading dimensions that q, k and v do not have.")
     return scale, mask.expand(scores)
-
-
-def mask_settings(scores: object, causal: object, length: object, window: object) -> tuple[int, bool, int, int | None]:
-    """The checks of chapter 7's mask explorer: ``scores`` a finite float ``(t, t)`` matrix, ``causal`` a bool,
-    ``length`` (the real tokens) in ``1 … t``, ``window`` a positive int or None; returns t and the three settings."""
-    as_float_tensor(scores, "scores", min_dim=2)
-    if scores.dim() != 2 or scores.shape[0] != scores.shape[1]:
-        raise ValueError(f"scores must be one sequence's (t, t) matrix of query-key scores, got shape "
-                         f"{tuple(scores.shape)}. For a batch or heads, pick one: scores[0] or scores[0, 0].")
-    t = scores.shape[0]
-    length = integer(length, "length", minimum=1, maximum=t, why=f"the number of real tokens among the t = {t}")
-    return t, flag(causal, "causal"), length, integer(window, "window", minimum=1, none_ok=True)
-
-
-def heads_settings(w_one: object, w_two: object, panel: object, sequence: object,
-                   panels: tuple[str, ...]) -> tuple[int, int]:
-    """The checks of chapter 5's heads explorer: ``w_one`` ``(b, 1, t, t)`` and ``w_two`` ``(b, 2, t, t)``, the
-    weights of the one-head and two-head models on the same b sequences (t >= 3), ``panel`` one of ``panels``
-    and ``sequence`` in ``0 … b - 1``; returns the panel's index and the sequence."""
-    for name, x, h in (("w_one", w_one, 1), ("w_two", w_two, 2)):
-        as_float_tensor(x, name, min_dim=4)
-        if x.dim() != 4 or x.shape[1] != h or x.shape[2] != x.shape[3] or x.shape[2] < 3:
-            raise ValueError(f"{name} must be the {h}-head model's weights, shape (b, {h}, t, t) with t >= 3 (a "
-                             f"token two back), got {tuple(x.shape)}: pass the second output of "
-                             f"TwoBackModel(num_heads={h})(x).")
-    if w_one.shape[0] != w_two.shape[0] or w_one.shape[2] != w_two.shape[2]:
-        raise ValueError(f"w_one {tuple(w_one.shape)} and w_two {tuple(w_two.shape)} must be the two models' weights "
-                         f"on the same sequences: the same b and t.")
-    if not isinstance(panel, str) or panel not in panels:
-        raise ValueError(f"panel must be one of {', '.join(map(repr, panels))}, got {panel!r}.")
-    b = w_one.shape[0]
-    return panels.index(panel), integer(sequence, "sequence", minimum=0, maximum=b - 1, why=f"one of the b = {b}")

@@ -34,8 +34,7 @@ def tag(cell: nbformat.NotebookNode, name: str) -> None:
 
 def exercise_metadata(ex: Exercise, text: ChapterText) -> dict:
     """The ``exercise`` cell metadata of an exercise's heading: its label, title, level and number."""
-    return {"label": ex.label, "title": ex.title, "level": ex.level,
-            "number": text.targets[ex.label].number if ex.label in text.targets else None}
+    return {"label": ex.label, "title": ex.title, "level": ex.level, "number": text.exercise_number(ex.label)}
 
 
 def derived_id(cell: nbformat.NotebookNode, suffix: str) -> str:

@@ -16,6 +16,7 @@ import nbformat
 from book_toc import ROOT
 
 from .exercise_cells import GATE_BLOCK, Exercise, find_exercises, is_solution
+from .myst_syntax import MystError
 from .plain_markdown import ChapterText
 
 
@@ -69,9 +70,13 @@ class Chapter:
         """:meth:`written_solution` of every exercise, by label, as the chapter was before any step changed it."""
         return {ex.label: self.written_solution(ex) for ex in self.exercises}
 
-    def number(self, ex: Exercise) -> str:
-        """The exercise's number, "1.2", as the website prints it."""
-        return self.text.targets[ex.label].number
+    def number(self, ex: Exercise | None) -> str:
+        """The exercise's number, "1.2", as the website prints it (book_editions/numbering.py): the one number every
+        edition writes for it. ``ex`` None (a cell that belongs to no exercise) is a MystError that says so."""
+        if ex is None:
+            raise MystError(f"{self.path.name}: a solution cell (tagged `solution`) comes before the chapter's first "
+                            "{exercise}: move it under its exercise's text")
+        return self.text.exercise_number(ex.label)
 
 
 def inside_gates(exercises: list[Exercise]) -> set[int]:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .plain_markdown import MystError
+from .myst_syntax import MystError
 
 NOT_A_NOTEBOOK = "is not a notebook file; pass chapters/*.ipynb"
 
@@ -20,16 +20,13 @@ def is_notebook(path: Path) -> bool:
 def edition_main(argv: list[str] | None, description: str, out: str, out_help: str,
                  write: Callable[[argparse.Namespace], Iterable[str]], *,
                  chapters_help: str = "chapter notebooks (chapters/NN_slug.ipynb)",
-                 is_chapter: Callable[[Path], bool] = is_notebook, not_a_chapter: str = NOT_A_NOTEBOOK,
-                 options: dict[str, dict] | None = None) -> int:
-    """Parse ``argv``: chapters, ``--out`` (default ``out``) and ``options`` (flag -> ``add_argument``'s keywords);
-    check every chapter; then print each line ``write(args)`` yields while it writes the editions. Return 0, or
-    2 after an error naming a chapter that is not one, or what the MyST resolver could not resolve."""
+                 is_chapter: Callable[[Path], bool] = is_notebook, not_a_chapter: str = NOT_A_NOTEBOOK) -> int:
+    """Parse ``argv``: chapters and ``--out`` (default ``out``); check every chapter; then print each line
+    ``write(args)`` yields while it writes the editions. Return 0, or 2 after an error naming a chapter that is
+    not one, or what the MyST resolver could not resolve."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("chapters", nargs="+", type=Path, help=chapters_help)
     parser.add_argument("--out", type=Path, default=Path(out), help=out_help)
-    for flag, keywords in (options or {}).items():
-        parser.add_argument(flag, **keywords)
     args = parser.parse_args(argv)
     for chapter in args.chapters:
         if not is_chapter(chapter):

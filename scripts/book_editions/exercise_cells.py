@@ -9,7 +9,7 @@ An exercise is, in this order (see instructors.md, "Adding a chapter"):
 5. an untagged code cell that calls ``check.<fn>(...)``.
 
 Student editions (book_editions/student.py) drop cells 2 and 4, stub cells 3, tag cell 5 ``exercise-check``,
-turn cell 1 into a plain Markdown heading ("### Exercise 1.2 (medium): ...") whose cell metadata
+turn cell 1 into a plain Markdown heading ("### Exercise 1.2 (medium): ...", EXERCISE_HEADING) whose cell metadata
 ``exercise`` keeps the label and the directive's title, and add after a "predict, then run" exercise's
 text a markdown answer cell tagged ``exercise-prediction`` (``exercise-words`` after one that asks for an answer in
 words, see WORDS_RE). The parser accepts both forms. Used by
@@ -52,6 +52,15 @@ GATE_BLOCK = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?:start|end)\}.*?^(
                         re.MULTILINE | re.DOTALL)
 CHECK_CALL_RE = re.compile(r"\bcheck\.\w+\(")
 LEVEL_RE = re.compile(r"\b(easy|medium|hard)\b", re.IGNORECASE)
+LEVEL_SUFFIX_RE = re.compile(r"\s*(?:\((easy|medium|hard)\)|[—–-]\s*(easy|medium|hard))\s*$", re.IGNORECASE)
+# An edition's exercise heading and the line under its text that shows its label: the one format the editions
+# write (book_editions/plain_markdown.py) and the grader reads back when a notebook lost its cell metadata
+# (grading/assemble.py). ``level`` is " (medium)" or "", ``title`` ": Self-attention as a function" or "".
+EXERCISE_HEADING = "### Exercise {number}{level}{title}"
+SHOWN_LABEL = "*Label: `{label}`*"
+# Their parsers: any heading level (a learner may change it), the number right after the word.
+EXERCISE_HEADING_RE = re.compile(r"^#{1,6}[ \t]*Exercise[ \t]+(?P<number>\d+\.\d+)\b")
+SHOWN_LABEL_RE = re.compile(r"^[ \t]*\*Label: `(?P<label>ex-ch\d+-[\w-]+)`\*[ \t]*$", re.MULTILINE)
 PREDICT_RE = re.compile(r"predict,? (then|and) run", re.IGNORECASE)
 
 
@@ -91,6 +100,28 @@ class Exercise:
     def written(self) -> bool:
         """True when the exercise asks for written words: a prediction, or an answer in words."""
         return self.predict or self.words
+
+
+def exercise_heading(number: str, title: str) -> str:
+    """'### Exercise 1.2 (medium): Self-attention as a function' from the directive's title (EXERCISE_HEADING)."""
+    levels = LEVEL_RE.findall(title)
+    bare = LEVEL_SUFFIX_RE.sub("", title).strip()
+    return EXERCISE_HEADING.format(number=number, level=f" ({levels[-1].lower()})" if levels else "",
+                                   title=f": {bare}" if bare else "")
+
+
+def shown_label(label: str) -> str:
+    """The line at the end of an exercise's text in an edition that shows its label: '*Label: `ex-ch01-batch`*'."""
+    return SHOWN_LABEL.format(label=label)
+
+
+def read_heading(source: str) -> tuple[str, str | None] | None:
+    """(number, the label its text shows or None) of a markdown cell that is an edition's exercise heading (as
+    EXERCISE_HEADING and SHOWN_LABEL write it), else None."""
+    if not (m := EXERCISE_HEADING_RE.match(source)):
+        return None
+    shown = SHOWN_LABEL_RE.search(source)
+    return m.group("number"), shown.group("label") if shown else None
 
 
 def written_prediction(source: str) -> str:

@@ -7,13 +7,12 @@ Colab never opens and which leave out the Colab set-up cell.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import nbformat
 from book_toc import ROOT
 
-from attn_helpers.checks._answer import SOLUTION_LINE, correct_line, waiting_note
+from attn_helpers.checks.protocol import SOLUTION_LINE, correct_line, parse_correct_line, waiting_note
 
 from .cells import derived_id, new_markdown
 from .chapter import Chapter
@@ -25,7 +24,6 @@ COLLAPSED = "jp-MarkdownHeadingCollapsed"  # JupyterLab's own metadata for a fol
 ANSWER = ("# Your answer to Exercise {number}: write your code here, in place of these three lines,\n"
           "# run it, then run the check below. Until then, the check checks the folded solution above.\n"
           'ah.checks.no_answer_yet("{number}")')
-CORRECT = re.compile(r"^✓ (.+): correct$")
 COLAB_TAG = "colab-setup"  # each chapter's first code cell, which sets up Colab and does nothing elsewhere
 
 
@@ -42,40 +40,62 @@ def answered_before(chapter: Chapter, index: int) -> str | None:
 
 class CheckAsRunAllShows(Step):
     """The check cell under an untouched answer cell shows what Run All prints there: that the book's solution
-    passed, and that the exercise waits for the learner's answer (attn_helpers/checks/_answer.py)."""
+    passed, and that the exercise waits for the learner's answer (attn_helpers/checks/protocol.py)."""
 
     def cell(self, at: At) -> None:
         if not at.is_code or (number := answered_before(at.chapter, at.index)) is None:
             return
         for out in at.cell.outputs:
             if out.get("output_type") == "stream" and out.get("name") == "stdout":
-                lines = out.text.splitlines()
-                if lines and all(CORRECT.match(line) for line in lines):
-                    out.text = "\n".join([waiting_note(number), *(correct_line(CORRECT.match(line)[1], True)
-                                                                   for line in lines)]) + "\n"
+                passes = [parse_correct_line(line) for line in out.text.splitlines()]
+                if passes and all(found is not None and not found[1] for found in passes):  # the learner's own passes
+                    shown = [correct_line(name, book_solution=True) for name, _ in passes]
+                    out.text = "\n".join([waiting_note(number), *shown]) + "\n"
+
+
+class AnswerCell(Step):
+    """Under each ``{solution-end}`` gate, a "Your answer" heading over a code cell for the learner's own attempt:
+    it runs after the folded solution, so the check cell below it checks the learner's answer. It comes before
+    ``FoldSolution`` in the list, which takes the gate cell's place (and puts the gate's prose above these)."""
+
+    comes_before = ("FoldSolution",)
+
+    def cell(self, at: At) -> None:
+        ex, kinds = at.chapter.gates.get(at.index, (None, []))
+        if "end" in kinds:
+            at.add(new_markdown(at.cell, "answer", "#### Your answer"))
+            at.add(nbformat.v4.new_code_cell(ANSWER.format(number=at.chapter.number(ex)),
+                                             id=derived_id(at.cell, "answer-code")))
 
 
 class FoldSolution(Step):
     """Each solution folded under a heading, "Solution to Exercise 1.2", that JupyterLab, Notebook 7 and Colab
-    show collapsed, then a "Your answer" heading over a code cell for the learner's own attempt: the
-    ``{solution-start}`` and ``{solution-end}`` cells give way to those (with their prose, if any)."""
+    show collapsed: the ``{solution-start}`` cell gives way to that heading, a gate's prose (if any) to a hidden
+    cell, and a gate with neither is dropped."""
+
+    takes_gates = True
 
     def cell(self, at: At) -> None:
         if at.index not in at.chapter.gates:
             return
         ex, kinds = at.chapter.gates[at.index]
-        gate, number = at.cell, at.chapter.number(ex)
+        gate = at.cell
         prose = at.chapter.text.plain(GATE_BLOCK.sub("", gate.source)).strip()
-        at.drop()
+        folded = []
         if "start" in kinds:
-            heading = new_markdown(gate, "solution", f"#### Solution to Exercise {number}", **{COLLAPSED: True})
+            heading = new_markdown(gate, "solution", f"#### Solution to Exercise {at.chapter.number(ex)}",
+                                   **{COLLAPSED: True})
             heading.metadata["id"] = heading.id  # the id Colab's collapsed_sections refers to
-            at.add(heading)
+            folded.append(heading)
         if prose:
-            at.add(hidden(new_markdown(gate, "solution-text", prose)))
-        if "end" in kinds:
-            at.add(new_markdown(gate, "answer", "#### Your answer"))
-            at.add(nbformat.v4.new_code_cell(ANSWER.format(number=number), id=derived_id(gate, "answer-code")))
+            folded.append(hidden(new_markdown(gate, "solution-text", prose)))
+        if not folded:
+            at.drop()
+            return
+        # In the gate's place, so above what the steps before added under it ("Your answer"); the steps after see
+        # plain Markdown there, which ResolveMyst leaves as it is.
+        at.cell = folded[0]
+        at.added[:0] = folded[1:]
 
     def end(self, nb: nbformat.NotebookNode, chapter: Chapter) -> None:
         """Colab folds the headings its notebook metadata lists, by their ``metadata.id``."""
@@ -144,7 +164,10 @@ class DropColabSetup(Step):
 
 
 def learners_steps(colab_setup: Step) -> list[Step]:
-    return [CheckAsRunAllShows(), FoldSolution(), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
+    """The learners' steps, in an order that matters (tests/test_edition_steps.py holds each list to it):
+    ``AnswerCell`` before ``FoldSolution`` (which takes the gate's place, above the answer), both gate steps
+    before ``ResolveMyst`` (which cannot resolve a gate; see book_editions/steps.py)."""
+    return [CheckAsRunAllShows(), AnswerCell(), FoldSolution(), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
             DropGlueRecords(), colab_setup, SolutionLine(), HideSolution(), FigureCaption()]
 
 
@@ -165,5 +188,5 @@ def as_text(nb: nbformat.NotebookNode) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-__all__ = ["LAB", "LEARNERS", "CheckAsRunAllShows", "DropColabSetup", "FoldColabSetup", "FoldSolution",
+__all__ = ["LAB", "LEARNERS", "AnswerCell", "CheckAsRunAllShows", "DropColabSetup", "FoldColabSetup", "FoldSolution",
            "HideSolution", "SolutionLine", "as_text", "learner_edition"]

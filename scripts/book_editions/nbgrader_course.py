@@ -149,6 +149,7 @@ class WrittenAnswer(Step):
             "nbgrader": nbgrader_meta(name, solution=True, grade=True, points=points(ex))}))
 
 
+# The gate step, DropGated, comes before ResolveMyst (book_editions/walk.py's rules of order).
 NBGRADER = Edition("nbgrader", [DropGated({"markdown"}), SolutionRegion(), GradedCheck(), ResolveMyst(),
                                 DropGlueRecords(), ExerciseMetadata(), LockCell(), WrittenAnswer()])
 

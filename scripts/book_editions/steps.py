@@ -1,4 +1,5 @@
-"""The steps more than one edition takes, each with one job (book_editions/walk.py says how steps run).
+"""The steps more than one edition takes, each with one job (book_editions/walk.py says how steps run, and the
+two rules of their order: a gate step before ``ResolveMyst``, a step before those its ``comes_before`` names).
 
 An edition's own steps are in its module: learners.py (fold the solutions), student.py (stub them) and
 nbgrader_course.py (mark them for nbgrader).
@@ -60,6 +61,11 @@ class DropGated(Step):
     """Leave out the cells of the given types from a ``{solution-start}`` gate to its ``{solution-end}`` gate."""
 
     cell_types: Collection[str]
+
+    @property
+    def takes_gates(self) -> bool:
+        """A gate is a markdown cell: dropping markdown drops the gates (book_editions/walk.py's order rules)."""
+        return "markdown" in self.cell_types
 
     def cell(self, at: At) -> None:
         if at.index in at.chapter.gated and at.cell.cell_type in self.cell_types:

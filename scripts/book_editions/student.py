@@ -27,9 +27,8 @@ class StubSolution(Step):
     def cell(self, at: At) -> None:
         if at.index not in at.chapter.solution_code:
             return
-        ex, text = at.chapter.owner.get(at.index), at.chapter.text
-        number = text.targets[ex.label].number if ex and ex.label in text.targets else "?"
-        at.cell.source, at.cell.outputs, at.cell.execution_count = stub(number, ex and ex.label), [], None
+        ex = at.chapter.owner.get(at.index)
+        at.cell.source, at.cell.outputs, at.cell.execution_count = stub(at.chapter.number(ex), ex.label), [], None
         tag(at.cell, SOLUTION_TAG)
 
 
@@ -44,6 +43,7 @@ class LockCheck(Step):
             at.cell.outputs, at.cell.execution_count = [], None
 
 
+# The gate step, DropGated, comes before ResolveMyst (book_editions/walk.py's rules of order).
 STUDENT = Edition("student", [DropGated({"markdown", "raw"}), ResolveMyst(), ExerciseMetadata(), PredictionCell(),
                               StubSolution(), LockCheck(), DropGlueRecords(), FigureCaption()])
 

@@ -5,7 +5,16 @@ As in nbgrader, whose converters are lists of preprocessors, a step does one thi
 and leaves the rest alone. ``Edition.make`` walks the chapter's cells once, in order; each cell goes through
 the steps in the list's order, and each step may change it, drop it (the steps after it then skip it) or add
 cells after it (which no later step sees). Then each step may finish the notebook as a whole. A new edition,
-or a new cell convention, is one more list, or one more step in a list.
+or a new cell convention, is one more list, or one more step in a list (CONTRIBUTING.md, "Adding an edition").
+
+Most steps can go anywhere in a list; two rules of order hold, and ``Edition.order_errors`` says in a sentence
+which one a list breaks (tests/test_edition_steps.py runs it over every edition):
+
+- **A gate step before ``ResolveMyst``.** The gates of a solution, the ``{solution-start}`` and ``{solution-end}``
+  cells, have no plain-Markdown form: a step that takes them out of the way (``Step.takes_gates``: learners'
+  ``FoldSolution``, ``DropGated`` of markdown cells) must come before ``ResolveMyst``, which would stop at them.
+- **A step before the steps it names in ``Step.comes_before``**, when both are in the list (``AnswerCell``
+  before ``FoldSolution``, which takes the gate's place above the answer cells).
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ class Step:
     """One job of an edition. ``begin`` sees the chapter before the walk, ``cell`` each of its cells in turn,
     ``end`` the finished notebook; each does nothing unless the step needs it."""
 
+    takes_gates = False  # True for a step that drops or replaces the gate cells (it must precede ResolveMyst)
+    comes_before: tuple[str, ...] = ()  # names of the steps this one must precede when both are in a list
+
     def begin(self, chapter: Chapter) -> None:
         pass
 
@@ -93,6 +105,23 @@ class Edition:
         for step in self.steps:
             step.end(chapter.nb, chapter)
         return chapter.nb
+
+    def order_errors(self) -> list[str]:
+        """A sentence for each rule of order (this module's docstring) that the steps' list breaks."""
+        names = [type(step).__name__ for step in self.steps]
+        errors = []
+        if "ResolveMyst" in names:
+            resolve = names.index("ResolveMyst")
+            if not any(step.takes_gates for step in self.steps[:resolve]):
+                errors.append(f"the edition {self.name!r} has no gate step (FoldSolution, DropGated of markdown "
+                              "cells) before ResolveMyst, which cannot resolve a {solution-start} or "
+                              "{solution-end} cell: put one before it (book_editions/walk.py)")
+        for i, step in enumerate(self.steps):
+            for later in step.comes_before:
+                if later in names[:i]:
+                    errors.append(f"in the edition {self.name!r}, {names[i]} must come before {later} "
+                                  f"({type(step).__name__}.comes_before): move it up")
+        return errors
 
     def make(self, path: Path, root: Path = ROOT) -> nbformat.NotebookNode:
         """The edition of the chapter notebook at ``path`` (a notebook of the book in ``root``)."""

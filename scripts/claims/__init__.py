@@ -8,21 +8,19 @@ number (``tests/test_claims.py``), so an experiment's settings live in its packa
     Claim(12, 'accuracy.loc[16, "linear, d_k = 8"] < 0.7',
           lambda seed: {"accuracy": ah.tasks.compare_recall(seed=seed).accuracy})
 
-``scripts/margins.py`` evaluates each claim for several seeds under each kernel set and prints its room.
+``scripts/margins.py`` finds the chapter modules (``all_claims``), evaluates each claim for several seeds under each
+kernel set and prints its room. This package never imports its chapter modules, which import it for ``Claim``.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import json
-import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import book_toc
 
 _BELOW, _ABOVE = (ast.Lt, ast.LtE), (ast.Gt, ast.GtE)  # left < right, left > right
 
@@ -73,17 +71,9 @@ def _constant(node: ast.expr) -> bool:
     return not any(isinstance(n, ast.Name) for n in ast.walk(node))
 
 
-def all_claims(chapter: int | None = None) -> list[Claim]:
-    """Every claim of every chapter module (or of one chapter), in chapter order."""
-    found = []
-    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        found += importlib.import_module(f"{__name__}.{module.name}").CLAIMS
-    return [c for c in found if chapter is None or c.chapter == chapter]
-
-
 def chapter_asserts(chapter: int) -> Iterator[str]:
     """Every comparison inside an ``assert`` of the chapter's code cells, normalised by ``ast.unparse``."""
-    path = next((ROOT / "chapters").glob(f"{chapter:02d}_*.ipynb"))
+    path = book_toc.chapter(chapter)
     for cell in json.loads(path.read_text())["cells"]:
         if cell["cell_type"] != "code":
             continue

@@ -6,7 +6,8 @@ book's (matched by label, inserted if the student deleted it), and after it the 
 saves the answer variables that check reads (answers.py), for the re-check in a fresh process.
 
 A student edition whose cell metadata was lost (a notebook rebuilt by copying cells, an editor that drops
-tags) still has its visible exercise headings, "### Exercise 1.2 (medium): …": each is matched to the
+tags) still has its visible exercise headings, "### Exercise 1.2 (medium): …" (book_editions/exercise_cells.py,
+EXERCISE_HEADING, which the editions write and ``read_heading`` reads): each is matched to the
 exercise whose label its text shows (or else the book's exercise of that number), and its check cell is
 the one that calls the book's check function.
 """
@@ -21,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import book_toc
 import nbformat
 from book_editions.exercise_cells import (
     CHECK_TAG,
@@ -31,17 +33,15 @@ from book_editions.exercise_cells import (
     exercise_meta,
     find_exercises,
     is_solution,
+    read_heading,
     written_prediction,
 )
+from book_editions.numbering import numbered
 
 from .answers import save_cell_source
 from .sandbox import ROOT
 
 LABEL_CHAPTER_RE = re.compile(r"^ex-ch(\d+)-")
-# A student edition's exercise heading, "### Exercise 1.2 (medium): …", and the line at the end of its text
-# that shows its label, "*Label: `ex-ch01-function`*" (book_editions/plain_markdown.py writes both).
-HEADING_RE = re.compile(r"^#{1,6}[ \t]*Exercise[ \t]+(?P<number>\d+\.\d+)\b")
-SHOWN_LABEL_RE = re.compile(r"^[ \t]*\*Label: `(?P<label>ex-ch\d+-[\w-]+)`\*[ \t]*$", re.MULTILINE)
 CHECK_FUNCTION_RE = re.compile(r"\bcheck\.(\w+)\(")
 SAVE_TAG = "grader-save"
 
@@ -65,10 +65,11 @@ class Book:
 
     @property
     def numbers(self) -> dict[str, str]:
-        """Label by exercise number ("1.2"), as student editions number them: N.k, the k-th of chapter N."""
+        """Label by exercise number ("1.2"), as the editions number them (book_editions/numbering.py): N.k, the
+        k-th exercise of chapter N."""
         if self.chapter is None:
             return {}
-        return {f"{int(self.chapter)}.{k}": e.label for k, e in enumerate(self.exercises, start=1)}
+        return {numbered(int(self.chapter), k): e.label for k, e in enumerate(self.exercises, start=1)}
 
 
 class BookError(Exception):
@@ -136,23 +137,18 @@ def chapter_number(chapter: str) -> str:
     return f"{int(m.group('number')):02d}"
 
 
-def find_chapter(chapters_dir: Path, chapter: str) -> Path:
-    """``chapters/NN_*.ipynb`` for chapter ``NN`` (1, 01 or ch01)."""
-    number = chapter_number(chapter)
-    found = sorted(chapters_dir.glob(f"{number}_*.ipynb"))
-    if len(found) != 1:
-        have = ", ".join(sorted(p.name[:2] for p in chapters_dir.glob("[0-9][0-9]_*.ipynb")))
-        raise BookError(f"expected one notebook {number}_*.ipynb in {chapters_dir}, found {len(found)}"
-                        + (f" (the chapters are {have})" if have else ""))
-    return found[0]
+def find_chapter(chapter: str, root: Path = ROOT) -> Path:
+    """The notebook of chapter ``NN`` (1, 01 or ch01) of the book in ``root``, as ``_toc.yml`` lists it."""
+    try:
+        return book_toc.chapter(int(chapter_number(chapter)), root)
+    except LookupError as exc:
+        raise BookError(f"CHAPTER={chapter!r}: {exc}") from None
 
 
 def _heading(cell: nbformat.NotebookNode) -> tuple[str, str | None] | None:
-    """(number, label shown under its text or None) of a student edition's exercise heading cell, else None."""
-    if cell.cell_type != "markdown" or not (m := HEADING_RE.match(cell.source)):
-        return None
-    shown = SHOWN_LABEL_RE.search(cell.source)
-    return m.group("number"), shown.group("label") if shown else None
+    """(number, label shown under its text or None) of a student edition's exercise heading cell, else None:
+    the heading and label line that book_editions/exercise_cells.py formats (EXERCISE_HEADING, SHOWN_LABEL)."""
+    return read_heading(cell.source) if cell.cell_type == "markdown" else None
 
 
 def submission_chapter(nb: nbformat.NotebookNode) -> str | None:

@@ -7,12 +7,14 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from .outcome import Result
+
 COLUMNS = ("student", "exercise", "result", "detail")
 PREDICTION = "prediction"  # the CSV's last column: a "predict, then run" exercise's written prediction, to read
 NOT_WRITTEN = "(not written)"
 NO_CELL = "(no prediction cell: not a student edition)"
 UNTOUCHED = ("", "YOUR ANSWER HERE")  # a prediction cell as handed out (student edition, nbgrader's release)
-RESULTS = ("passed", "failed", "error", "timeout", "missing", "unverified")
+RESULTS = tuple(r.value for r in Result)
 OTHER = "(other cells)"  # the row for errors outside the exercises
 WHOLE = "(notebook)"     # the row for a file that could not be graded as a whole, or a note about it
 
