@@ -55,7 +55,7 @@ def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     """
     b, t = validate.token_ids(tokens, model.vocab)
     m = t // 2
-    if t % 2 or not torch.equal(tokens[:, :m], tokens[:, m:]):
+    if not torch.equal(tokens[:, :m], tokens[:, m:]):  # an odd t splits into halves of different lengths: False
         raise ValueError("tokens must be passages written twice, (b, 2m) with tokens[:, :m] == tokens[:, m:]; "
                          "make them with repeated(corpus).")
     weights = torch.stack(model.attention_weights(tokens))  # (layers, b, h, t, t)

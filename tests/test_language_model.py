@@ -6,6 +6,7 @@ import torch
 import attn_helpers as ah
 from attn_helpers import language_model as lm
 from attn_helpers import lm_heads, text
+from messages import TOKEN_RANGE, raises_saying
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_generation_and_speculation_give_the_greedy_text(model, corpus):
 
 
 def test_bad_input_is_refused(model):
-    with pytest.raises(ValueError, match="token ids must lie in 0"):
+    with raises_saying(ValueError, TOKEN_RANGE, "0"):
         model(torch.tensor([[70]]))
     with pytest.raises(ValueError, match="one cache per layer"):
         model(torch.tensor([[1]]), caches=[])
