@@ -2,11 +2,11 @@
 
 import pytest
 import torch
+from messages import TOKEN_RANGE, raises_saying
 
 import attn_helpers as ah
 from attn_helpers import language_model as lm
 from attn_helpers import lm_heads, text
-from messages import TOKEN_RANGE, raises_saying
 
 
 @pytest.fixture(scope="module")
