@@ -39,8 +39,8 @@ class Attention(GroupedQueryAttention):
     tiles (chapter 13).
 
     ``forward(x, cache=None, tiled=False)`` takes ``x`` ``(b, t_new, d_model)``; returns ``(out (b, t_new, d_model),
-    cache, weights (b, h, t_new, t) or None)``. With ``tiled=True`` chapter 10's :func:`flash_forward` computes the
-    heads in tiles of 16 × 16 scores and no weights are returned.
+    cache, weights (b, h, t_new, t) or None)``. With ``tiled=True`` chapter 10's
+    :func:`~attn_helpers.flash.flash_forward` computes the heads in tiles of 16 × 16 scores and no weights are returned.
     """
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None, tiled: bool = False  # type: ignore[override]
