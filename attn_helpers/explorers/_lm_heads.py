@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from .. import validate
-from ._explorer import INK, Explorer
+from ._explorer import INK, Explorer, check_labels, heatmap_cells
 
 __all__ = ["lm_heads_view", "lm_heads_explorer"]
 
@@ -59,18 +59,15 @@ def lm_heads_view(weights: Sequence[torch.Tensor], layer: int, head: int, query:
 
 
 def _heatmap(labels: str) -> alt.Chart:
-    """The picked head's weights, white to blue, the picked query's row outlined; a click picks a query."""
-    return alt.Chart().transform_filter("datum.layer == layer && datum.head == head").mark_rect().encode(
-        x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=labels, labelAngle=0, labelFontSize=9)),
-        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=labels, labelFontSize=9)),
-        color=alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
-        stroke=alt.condition("datum.q == query", alt.value("#d62728"), alt.value("white")),
-        strokeWidth=alt.condition("datum.q == query", alt.value(1.5), alt.value(0.3)),
-        description=alt.Description("label:N"),
-    ).transform_calculate(
+    """The picked head's weights, white to blue, the picked query's row outlined."""
+    base = alt.Chart().transform_filter("datum.layer == layer && datum.head == head")
+    return heatmap_cells(
+        base, x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=labels, labelAngle=0, labelFontSize=9)),
+        y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=labels, labelFontSize=9)), stroke_width=0.3,
         label="'layer ' + datum.layer + ', head ' + datum.head + ', query ' + datum.q + ' (' + chars[datum.q] + '), "
               "key ' + datum.k + ' (' + chars[datum.k] + '): weight ' + format(datum.w, '.8f')",
-    ).properties(name="lm_cells")
+    ).encode(stroke=alt.condition("datum.q == query", alt.value("#d62728"), alt.value("white")),
+             strokeWidth=alt.condition("datum.q == query", alt.value(1.5), alt.value(0.3))).properties(name="lm_cells")
 
 
 def _bars(labels: str, t: int) -> alt.LayerChart:
@@ -106,9 +103,8 @@ def lm_heads_explorer(weights: Sequence[torch.Tensor], labels: Sequence[str], la
     t = weights[0].shape[-1] if weights and isinstance(weights[0], torch.Tensor) else 0
     query = t - 1 if query is None else query
     lm_heads_view(weights, layer, head, query)  # checks the weights and the settings
-    if t > MAX_T or len(labels) != t:
-        raise ValueError(f"need the weights of a passage of t <= {MAX_T} characters (more does not fit a phone) and "
-                         f"t labels; got t = {t} and {len(labels)} labels. Take a shorter passage: passage[:, :24].")
+    check_labels(t, labels, MAX_T, "the weights of a passage of t characters",
+                 f"Take a shorter passage: passage[:, :{MAX_T}].")
     n_layers, h = len(weights), weights[0].shape[1]
     views = {(la, hd): lm_heads_view(weights, la, hd, 0) for la in range(1, n_layers + 1) for hd in range(h)}
     data = pd.DataFrame([{"layer": la, "head": hd, "q": i, "k": j, "w": view["weights"][i][j]}
