@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from . import validate
+from .modules import SelfAttentionHead
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -119,33 +119,21 @@ def chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int, decay
     return torch.cat(outs, dim=-2)  # (..., t, d_v)
 
 
-class LinearAttentionHead(nn.Module):
-    """One head of causal linear attention with learned projections, shaped like ``SelfAttentionHead`` (chapter 12).
+class LinearAttentionHead(SelfAttentionHead):
+    """One head of causal linear attention with chapter 4's learned projections: a ``SelfAttentionHead`` whose
+    weights come from the feature map (chapter 12).
 
     ``forward(x)`` takes ``x`` ``(..., t, d_model)`` and returns ``(out (..., t, d_v), weights (..., t, t))``:
     the weights are ``A`` normalised by its row sums, what token i gives token j.
     """
 
-    def __init__(self, d_model: int, d_k: int, d_v: int | None = None):
-        super().__init__()
-        self.d_model = validate.integer(d_model, "d_model", minimum=1)
-        self.d_k = validate.integer(d_k, "d_k", minimum=1)
-        self.d_v = self.d_k if d_v is None else validate.integer(d_v, "d_v", minimum=1)
-        self.W_q = nn.Linear(d_model, self.d_k, bias=False)
-        self.W_k = nn.Linear(d_model, self.d_k, bias=False)
-        self.W_v = nn.Linear(d_model, self.d_v, bias=False)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         """``(out (..., t, d_v), weights (..., t, t))`` for ``x`` ``(..., t, d_model)``."""
         validate.head_inputs(self, x, None)
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (..., t, d_k), (..., t, d_k), (..., t, d_v)
         A = feature_map(q) @ feature_map(k).transpose(-2, -1) * decay_mask(x.shape[-2], 1.0, x.dtype)  # (..., t, t)
         weights = A / A.sum(-1, keepdim=True)  # (..., t, t), rows sum to 1
         return weights @ v, weights  # (..., t, d_v), (..., t, t)
-
-    def extra_repr(self) -> str:
-        """The sizes, as ``print(head)`` shows them."""
-        return f"d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}"
 
 
 def plot_recall(accuracy: pd.DataFrame, chance: float) -> plt.Axes:

@@ -128,19 +128,19 @@ def vega_softmax(score: str = "datum.s", by: Sequence[str] = ("q",), allowed: st
 
 
 def heatmap_cells(base: alt.Chart, x: alt.X, y: alt.Y, label: str, weight: str = "w", allowed: str | None = None,
-                  stroke_width: float = 1) -> alt.Chart:
-    """The cells of a weight matrix (chapters 5 and 7): white to blue by ``weight`` (a field in [0, 1]), grey
+                  stroke_width: float = 1, **extent: Any) -> alt.Chart:
+    """The cells of a weight matrix (chapters 5, 7 and 8): white to blue by ``weight`` (a field in [0, 1]), grey
     (``MASKED_FILL``) where the expression ``allowed`` is false (None: no cell masked), each read out by a
     screen reader as ``label`` (a Vega expression).
 
     ``base`` is the chart whose data (one datum a cell) and transforms the cells draw; ``x`` and ``y`` are the
-    key's and the query's encodings.
+    key's and the query's encodings; ``extent`` (``x2=``, ``y2=``) gives cells drawn between two positions.
     """
     color = alt.Color(f"{weight}:Q", scale=WEIGHT_SCALE, legend=None)
     if allowed is not None:
         color = alt.condition(allowed, color, alt.value(MASKED_FILL))
     return (base.transform_calculate(label=label).mark_rect(stroke="white", strokeWidth=stroke_width)
-            .encode(x=x, y=y, color=color, description=alt.Description("label:N")))
+            .encode(x=x, y=y, color=color, description=alt.Description("label:N"), **extent))
 
 
 def heatmap_numbers(base: alt.Chart, x: alt.X, y: alt.Y, text: str, weight: str = "w") -> alt.Chart:

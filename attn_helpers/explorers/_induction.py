@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from .. import validate
-from ._explorer import Explorer
+from ._explorer import Explorer, heatmap_cells
 
 __all__ = ["induction_view", "induction_explorer"]
 
@@ -131,13 +131,9 @@ def induction_explorer(tokens: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor,
         left="datum.k - 0.5", right="datum.k + 0.5", low="-0.5", high="0.5",
         letter="letters[sequence][datum.k]", w="layer2[sequence][query][datum.k]",
         role=f"datum.k == query ? 'query, ' : datum.k == {here}[0] ? 'earlier copy, ' : "
-             f"datum.k == {here}[1] ? 'after the copy, ' : ''",
-        label="'position ' + datum.k + ' (' + datum.letter + '), ' + datum.role + 'layer 2 weight from the query '"
-              " + format(datum.w, '.8f')")
-    shade = cells.mark_rect(stroke="white", strokeWidth=1).encode(
-        x=x, x2="right:Q", y=y, y2="high:Q",
-        color=alt.Color("w:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
-        description=alt.Description("label:N"))
+             f"datum.k == {here}[1] ? 'after the copy, ' : ''")
+    shade = heatmap_cells(cells, x, y, "'position ' + datum.k + ' (' + datum.letter + '), ' + datum.role"
+                          " + 'layer 2 weight from the query ' + format(datum.w, '.8f')", x2="right:Q", y2="high:Q")
     letters_text = cells.transform_calculate(mid="0").mark_text(fontSize=12, aria=False).encode(
         x=alt.X("k:Q", scale=alt.Scale(domain=[-0.5, t - 0.5]), axis=None), y=alt.Y("mid:Q", axis=None),
         text="letter:N", color=alt.condition("datum.w > 0.5", alt.value("white"), alt.value("black")))
