@@ -29,7 +29,7 @@ from .text import Corpus, batch
 from .training import fit
 
 __all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "split_loss", "train_lm", "train_draft",
-           "PROMPT", "Speculation", "speculate"]
+           "generate_windowed", "PROMPT", "Speculation", "speculate"]
 
 CONTEXT = 64  #: the characters of a training window: the positions the model is trained on (chapter 13)
 
@@ -40,7 +40,8 @@ class Attention(GroupedQueryAttention):
 
     ``forward(x, cache=None, tiled=False)`` takes ``x`` ``(b, t_new, d_model)``; returns ``(out (b, t_new, d_model),
     cache, weights (b, h, t_new, t) or None)``. With ``tiled=True`` chapter 10's
-    :func:`~attn_helpers.flash.flash_forward` computes the heads in tiles of 16 × 16 scores and no weights are returned.
+    :func:`~attn_helpers.flash.flash_forward` computes the heads in tiles of 16 × 16 scores, causal as the mask (bottom
+    right), and no weights are returned.
     """
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None, tiled: bool = False  # type: ignore[override]
@@ -57,7 +58,7 @@ class Attention(GroupedQueryAttention):
         mask = causal_mask(t_new, len(cache))  # (t_new, t): chapter 7, aligned bottom right as in chapter 9
         if tiled:  # chapter 10: each query head meets its group's keys, 16 × 16 scores at a time
             shared_k, shared_v = (c.repeat_interleave(h // g, dim=1) for c in (cache.k, cache.v))  # (b, h, t, d_k)
-            heads, weights = flash_forward(q, shared_k, shared_v, mask, block_q=16, block_k=16)[0], None
+            heads, weights = flash_forward(q, shared_k, shared_v, causal=True, block_q=16, block_k=16)[0], None
         else:
             heads, weights = grouped_query_attention(q, cache.k, cache.v, mask)  # (b, h, t_new, d_k): chapter 9
         return self.W_o(heads.transpose(1, 2).reshape(b, t_new, h * d_k)), cache, weights  # chapter 5
@@ -130,7 +131,7 @@ class CharLM(nn.Module):
 @dataclass
 class LMResult:
     """What :func:`train_lm` returns (chapter 13): the model, every step's training loss, and the validation loss
-    measured every ``every`` steps (``val_losses[i]`` after step ``(i + 1) · every``)."""
+    (:func:`val_loss`) before training and every ``every`` steps (``val_losses[i]`` after step ``i · every``)."""
 
     model: CharLM
     losses: list[float] = field(default_factory=list)
@@ -180,12 +181,13 @@ def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = CON
     of ``corpus.train`` (chapter 13).
 
     Adam through :func:`~attn_helpers.training.fit` (one thread); ``seed`` fixes the initial weights and the
-    batches. With ``progress``, a tqdm bar counts the steps.
+    batches. The validation loss (:func:`val_loss`) is measured before the first step and every ``every`` steps. With
+    ``progress``, a tqdm bar counts the steps.
     """
     every = validate.integer(every, "every", minimum=1)
     torch.manual_seed(seed)
     model = CharLM(corpus.vocab, **sizes)
-    result, gen = LMResult(model, every=every), torch.Generator().manual_seed(seed)
+    result, gen = LMResult(model, [], [val_loss(model, corpus, context)], every), torch.Generator().manual_seed(seed)
 
     def batch_loss() -> torch.Tensor:
         x, y = batch(corpus.train, batch_size, context, gen)  # (b, t) each
@@ -210,18 +212,43 @@ def train_draft(corpus: Corpus, seed: int = 0, steps: int = 300, d_model: int = 
     return train_lm(corpus, seed=seed, steps=steps, d_model=d_model, n_layers=n_layers, progress=progress)
 
 
+@torch.no_grad()
+def generate_windowed(model: CharLM, prompt: torch.Tensor, n_new: int, context: int = CONTEXT) -> torch.Tensor:
+    """Greedy decoding of ``n_new`` characters after ``prompt`` ``(b, t)`` that reads only the last ``context``
+    characters at each step, the window the model was trained on, so the text can run past it (chapter 13).
+
+    No cache: each step runs the model on the window again (up to ``context`` positions, numbered from 0). Returns
+    ``(b, t + n_new)``.
+    """
+    n_new = validate.integer(n_new, "n_new", minimum=1)
+    context = validate.integer(context, "context", minimum=1)
+    tokens = prompt
+    for _ in range(n_new):
+        logits, _ = model(tokens[:, -context:])  # (b, ≤ context, vocab)
+        tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)  # (b, t + 1): the likeliest next character
+    return tokens
+
+
 PROMPT = "ROMEO:\n"  #: the prompt chapter 13 generates from: a speaker's name opens a speech (chapter 13)
 
 
 @dataclass(frozen=True)
 class Speculation:
-    """What :func:`speculate` measured (chapter 13): whether speculative decoding wrote the target's own greedy text,
-    the share of drafted characters the target accepted, and the target's passes with and without a draft."""
+    """What :func:`speculate` measured (chapter 13): how many characters of the speculative text differ from the
+    target's own greedy text (``same`` when none), the share of drafted characters kept (over every drafted character,
+    also those after a rejection, which the target never judges), the target's passes with and without a draft, and
+    the draft's passes."""
 
-    same: bool
-    acceptance: float
+    differing: int
+    kept: float
     target_passes: int
     greedy_passes: int
+    draft_passes: int
+
+    @property
+    def same(self) -> bool:
+        """Whether speculative decoding wrote exactly the target's greedy text."""
+        return self.differing == 0
 
 
 def speculate(target: CharLM, draft: CharLM, corpus: Corpus, prompt: str = PROMPT, n_new: int | None = None,
@@ -233,5 +260,5 @@ def speculate(target: CharLM, draft: CharLM, corpus: Corpus, prompt: str = PROMP
     n_new = CONTEXT - ids.shape[1] if n_new is None else validate.integer(n_new, "n_new", minimum=1)
     run = speculative_generate(target, draft, ids, n_new, k)
     greedy, _ = target.generate(ids, n_new)  # (1, t + n_new)
-    return Speculation(torch.equal(run.tokens, greedy), sum(run.accepted) / (k * len(run.accepted)),
-                       run.target_passes, n_new)
+    return Speculation(int((run.tokens != greedy).sum()), sum(run.accepted) / (k * len(run.accepted)),
+                       run.target_passes, n_new, run.draft_passes)

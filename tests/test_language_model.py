@@ -50,7 +50,17 @@ def test_generation_and_speculation_give_the_greedy_text(model, corpus):
     torch.manual_seed(1)
     draft = lm.CharLM(corpus.vocab, d_model=32, n_layers=1)
     spec = lm.speculate(model, draft, corpus, n_new=20)
-    assert spec.same and 0 <= spec.acceptance <= 1 and spec.greedy_passes == 20 and 5 <= spec.target_passes <= 20
+    assert spec.same and spec.differing == 0 and 0 <= spec.kept <= 1 and spec.greedy_passes == 20
+    assert 5 <= spec.target_passes <= 20 and spec.draft_passes == 4 * (spec.target_passes - 1)
+
+
+def test_windowed_generation_reads_the_last_context_characters(model, corpus):
+    prompt = corpus.encode(lm.PROMPT)[None]  # (1, 7)
+    assert torch.equal(lm.generate_windowed(model, prompt, 20), model.generate(prompt, 20)[0])  # within the window
+    long = lm.generate_windowed(model, prompt, 30, context=16)  # (1, 37): past a window of 16
+    with torch.no_grad():
+        last, _ = model(long[:, 20:36])  # the 16 characters before the last one
+    assert long.shape == (1, 37) and int(last[0, -1].argmax()) == int(long[0, -1])
 
 
 def test_bad_input_is_refused(model):
@@ -63,7 +73,7 @@ def test_bad_input_is_refused(model):
 def test_training_lowers_the_loss_and_is_repeatable(corpus):
     a = lm.train_lm(corpus, seed=3, steps=20, every=10, d_model=32, n_layers=1)
     b = lm.train_lm(corpus, seed=3, steps=20, every=10, d_model=32, n_layers=1)
-    assert a.losses == b.losses and len(a.val_losses) == 2
+    assert a.losses == b.losses and len(a.val_losses) == 3  # before training, after steps 10 and 20
     assert a.losses[-1] < a.losses[0] - 0.5
 
 
