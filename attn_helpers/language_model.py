@@ -29,7 +29,7 @@ from .text import Corpus, batch
 from .training import fit
 
 __all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "split_loss", "train_lm", "train_draft",
-           "generate_windowed", "PROMPT", "Speculation", "speculate"]
+           "PROMPT", "Speculation", "speculate"]
 
 CONTEXT = 64  #: the characters of a training window: the positions the model is trained on (chapter 13)
 
@@ -210,23 +210,6 @@ def train_draft(corpus: Corpus, seed: int = 0, steps: int = 300, d_model: int = 
     """A draft model for speculative decoding (chapter 13): a :class:`CharLM` of one narrow layer, trained as
     :func:`train_lm` trains the target, for fewer steps."""
     return train_lm(corpus, seed=seed, steps=steps, d_model=d_model, n_layers=n_layers, progress=progress)
-
-
-@torch.no_grad()
-def generate_windowed(model: CharLM, prompt: torch.Tensor, n_new: int, context: int = CONTEXT) -> torch.Tensor:
-    """Greedy decoding of ``n_new`` characters after ``prompt`` ``(b, t)`` that reads only the last ``context``
-    characters at each step, the window the model was trained on, so the text can run past it (chapter 13).
-
-    No cache: each step runs the model on the window again (up to ``context`` positions, numbered from 0). Returns
-    ``(b, t + n_new)``.
-    """
-    n_new = validate.integer(n_new, "n_new", minimum=1)
-    context = validate.integer(context, "context", minimum=1)
-    tokens = prompt
-    for _ in range(n_new):
-        logits, _ = model(tokens[:, -context:])  # (b, ≤ context, vocab)
-        tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)  # (b, t + 1): the likeliest next character
-    return tokens
 
 
 PROMPT = "ROMEO:\n"  #: the prompt chapter 13 generates from: a speaker's name opens a speech (chapter 13)

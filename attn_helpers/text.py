@@ -9,6 +9,7 @@ model must beat, the unigram (character counts) and the bigram (counts of each c
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import torch
@@ -16,7 +17,7 @@ import torch
 from . import validate
 from .glove import CHECKSUMS, data_dir, sha256_of
 
-__all__ = ["TEXT_FILE", "TextDataError", "Corpus", "load_shakespeare", "batch", "ngram_loss", "baselines"]
+__all__ = ["TEXT_FILE", "TextDataError", "Corpus", "load_shakespeare", "batch", "ngram_loss", "baselines", "word_share"]
 
 TEXT_FILE = "tinyshakespeare.txt"  #: the shipped text, in ``data/`` (chapter 13)
 
@@ -108,3 +109,16 @@ def baselines(corpus: Corpus) -> dict[str, float]:
     """The validation losses a language model must beat (chapter 13): ``uniform`` (log of the vocabulary),
     ``unigram`` and ``bigram`` (:func:`ngram_loss`), in nats per character."""
     return {"uniform": math.log(corpus.vocab), "unigram": ngram_loss(corpus, 1), "bigram": ngram_loss(corpus, 2)}
+
+
+def word_share(corpus: Corpus, written: str) -> float:
+    """The share of the words of ``written`` that are words of the training text (chapter 13).
+
+    A word is a run of letters and apostrophes ended by another character: a word at the very end is left out, since
+    generation may stop inside it. A string with no whole word gives 0.
+    """
+    if not isinstance(written, str):
+        raise TypeError(f"written must be a string, got {type(written).__name__}; decode ids with corpus.decode(ids).")
+    words = re.findall(r"[A-Za-z']+(?=[^A-Za-z'])", written)
+    known = set(re.findall(r"[A-Za-z']+", corpus.decode(corpus.train)))
+    return sum(w in known for w in words) / len(words) if words else 0.0

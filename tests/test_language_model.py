@@ -54,15 +54,6 @@ def test_generation_and_speculation_give_the_greedy_text(model, corpus):
     assert 5 <= spec.target_passes <= 20 and spec.draft_passes == 4 * (spec.target_passes - 1)
 
 
-def test_windowed_generation_reads_the_last_context_characters(model, corpus):
-    prompt = corpus.encode(lm.PROMPT)[None]  # (1, 7)
-    assert torch.equal(lm.generate_windowed(model, prompt, 20), model.generate(prompt, 20)[0])  # within the window
-    long = lm.generate_windowed(model, prompt, 30, context=16)  # (1, 37): past a window of 16
-    with torch.no_grad():
-        last, _ = model(long[:, 20:36])  # the 16 characters before the last one
-    assert long.shape == (1, 37) and int(last[0, -1].argmax()) == int(long[0, -1])
-
-
 def test_bad_input_is_refused(model):
     with raises_saying(ValueError, TOKEN_RANGE, "0"):
         model(torch.tensor([[70]]))

@@ -76,3 +76,12 @@ def test_the_baselines_are_counts_and_rank_as_expected():
 def test_the_shakespeare_baselines(corpus):
     b = text.baselines(corpus)
     assert b["uniform"] == math.log(65) and b["uniform"] > b["unigram"] > b["bigram"] > 2
+
+
+def test_word_share_counts_the_words_of_the_training_text():
+    corpus = text.load_shakespeare()
+    assert text.word_share(corpus, "the king is dead, long live the kin") == 1.0  # "kin" may be cut off: left out
+    assert text.word_share(corpus, "the zzqx king xqzz ") == 0.5
+    assert text.word_share(corpus, "ZZZZZZ") == 0.0 and text.word_share(corpus, "") == 0.0
+    with pytest.raises(TypeError, match="corpus.decode"):
+        text.word_share(corpus, corpus.val[:10])
