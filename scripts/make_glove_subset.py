@@ -31,7 +31,12 @@ from attn_helpers.glove._files import (  # noqa: E402
     sha256_of,
 )
 
-PROVENANCE = """# GloVe data shipped with the book
+PROVENANCE = """# Data shipped with the book
+
+`data/` holds two data sets, each checked against its SHA-256 in `SHA256SUMS` every time the book loads it: a subset of
+GloVe's word vectors (chapter 3) and the text of Tiny Shakespeare (chapter 13).
+
+## GloVe 6B, 50 dimensions: a subset (chapter 3)
 
 - **What**: a subset of the GloVe 6B 50-dimensional word vectors (Pennington, Socher and Manning, 2014),
   trained on Wikipedia 2014 + Gigaword 5 (6 billion tokens, 400,000 lower-cased words).
@@ -102,7 +107,7 @@ def main() -> None:
 
 
 # Chapter 13's text (tinyshakespeare.txt) shares data/: its checksum and its part of PROVENANCE.md are kept.
-OTHER_PROVENANCE = "\n# Tiny Shakespeare"
+OTHER_PROVENANCE = "\n## Tiny Shakespeare"
 
 
 def _other_sums(path: Path) -> str:
