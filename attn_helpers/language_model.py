@@ -29,7 +29,7 @@ from .text import Corpus, batch
 from .training import fit
 
 __all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "split_loss", "train_lm", "train_draft",
-           "PROMPT", "Speculation", "speculate"]
+           "closest_call", "PROMPT", "Speculation", "speculate"]
 
 CONTEXT = 64  #: the characters of a training window: the positions the model is trained on (chapter 13)
 
@@ -210,6 +210,16 @@ def train_draft(corpus: Corpus, seed: int = 0, steps: int = 300, d_model: int = 
     """A draft model for speculative decoding (chapter 13): a :class:`CharLM` of one narrow layer, trained as
     :func:`train_lm` trains the target, for fewer steps."""
     return train_lm(corpus, seed=seed, steps=steps, d_model=d_model, n_layers=n_layers, progress=progress)
+
+
+def closest_call(logits: torch.Tensor) -> float:
+    """How near greedy decoding came to another choice (chapter 13): the smallest, over the steps of ``logits``
+    ``(b, n, vocab)``, of the highest logit minus the second highest.
+
+    Two computations whose logits differ by less than half of it choose the same character at every step.
+    """
+    best_two = validate.as_float_tensor(logits, "logits", min_dim=1).topk(2, dim=-1).values  # (..., 2)
+    return float((best_two[..., 0] - best_two[..., 1]).min())
 
 
 PROMPT = "ROMEO:\n"  #: the prompt chapter 13 generates from: a speaker's name opens a speech (chapter 13)

@@ -117,3 +117,10 @@ def test_split_loss_refuses_what_is_not_a_split(model, corpus):
         lm.split_loss(model, torch.tensor([1, 2, 70, 3]), context=2)
     with pytest.raises(ValueError, match="must fit in the split"):
         lm.split_loss(model, corpus.val[:10], context=10)
+
+
+def test_closest_call_is_the_least_lead_of_the_best_logit():
+    logits = torch.tensor([[[3.0, 1.0, 2.5], [0.0, 4.0, 1.0]]])  # leads 0.5 and 3
+    assert lm.closest_call(logits) == 0.5
+    with pytest.raises(TypeError, match="logits must be a torch.Tensor"):
+        lm.closest_call([[3.0, 1.0]])

@@ -37,9 +37,9 @@ def _generated(seed: int) -> dict[str, object]:
     n_new = ah.language_model.CONTEXT - prompt.shape[1]  # the trained window, full, as the chapter writes
     cached, cached_logits = model.generate(prompt, n_new)
     _, uncached_logits = model.generate(prompt, n_new, use_cache=False)
-    best_two = uncached_logits.topk(2, dim=-1).values
-    return {"known": ah.text.word_share(corpus, corpus.decode(cached[0, prompt.shape[1]:])),
-            "gap": (cached_logits - uncached_logits).abs().max(), "tie": (best_two[..., 0] - best_two[..., 1]).min()}
+    return {"known": ah.text.word_share(corpus, corpus.decode(cached[:, prompt.shape[1]:])),
+            "gap": (cached_logits - uncached_logits).abs().max(),
+            "tie": ah.language_model.closest_call(uncached_logits)}
 
 
 @functools.cache
