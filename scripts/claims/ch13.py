@@ -33,11 +33,11 @@ def _losses(seed: int) -> dict[str, object]:
 @functools.cache
 def _generated(seed: int) -> dict[str, object]:
     model, corpus = _trained(seed).model, _corpus()
-    prompt = corpus.encode(ah.language_model.PROMPT)[None]  # (1, t)
-    n_new = ah.language_model.CONTEXT - prompt.shape[1]  # the trained window, full, as the chapter writes
+    prompt, start = corpus.encode(ah.language_model.PROMPT)[None], len(ah.language_model.PROMPT)  # (1, t), t
+    n_new = ah.language_model.CONTEXT - start  # the trained window, full, as the chapter writes
     cached, cached_logits = model.generate(prompt, n_new)
     _, uncached_logits = model.generate(prompt, n_new, use_cache=False)
-    return {"known": ah.text.word_share(corpus, corpus.decode(cached[:, prompt.shape[1]:])),
+    return {"known": ah.text.word_share(corpus, corpus.decode(cached[:, start:])),
             "gap": (cached_logits - uncached_logits).abs().max(),
             "tie": ah.language_model.closest_call(uncached_logits)}
 
