@@ -1,7 +1,8 @@
-"""Chapter 13's trained claims: the character-level model of Tiny Shakespeare, its draft, and its heads.
+"""Chapter 13's trained claims: the character-level model of Tiny Shakespeare, its losses, its text and its draft.
 
 Each seed trains the chapter's model (``ah.language_model.train_lm``) and its draft (``train_draft``) once, shared by
-every claim below; the measures are the package functions the chapter's cells call, with their defaults.
+every claim below; the measures are the package functions the chapter's cells call, with their defaults. The claims
+about the model's heads are in ``ch13_heads.py``, which shares ``_corpus`` and ``_trained``.
 """
 
 from __future__ import annotations
@@ -48,17 +49,6 @@ def _speculation(seed: int) -> dict[str, object]:
     return {"spec": ah.language_model.speculate(_trained(seed).model, draft, _corpus())}
 
 
-@functools.cache
-def _heads(seed: int) -> dict[str, object]:
-    model, corpus = _trained(seed).model, _corpus()
-    twice = ah.lm_heads.repeated(corpus)
-    first_copy, second_copy = ah.lm_heads.copy_losses(model, twice)
-    return {"best_previous": ah.lm_heads.previous_token_scores(model, ah.lm_heads.held_out(corpus)).max().max(),
-            "best_induction": ah.lm_heads.induction_scores(model, twice).max().max(),
-            "first_copy": first_copy, "second_copy": second_copy,
-            "rises": ah.lm_heads.ablation_losses(model, corpus)}
-
-
 CLAIMS = [
     Claim(13, "final < 1.95", _losses),
     Claim(13, 'baselines["bigram"] - final > 0.5', _losses),
@@ -69,9 +59,4 @@ CLAIMS = [
     Claim(13, "spec.differing < 1", _speculation),
     Claim(13, "spec.kept > 0.05", _speculation),
     Claim(13, "spec.target_passes < 0.85 * spec.greedy_passes", _speculation),
-    Claim(13, "best_previous > 0.4", _heads),
-    Claim(13, "best_induction < 0.1", _heads),
-    Claim(13, "second_copy > 0.95 * first_copy", _heads),
-    Claim(13, "rises.min().min() > 0.01", _heads),
-    Claim(13, "rises.max().max() < 0.5", _heads),
 ]
