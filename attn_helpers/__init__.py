@@ -33,9 +33,9 @@ __all__ = [
 # public modules, imported on first attribute access
 _MODULES = (
     "blocks", "checks", "circuits", "cost", "depth", "download", "explore", "explorers", "extrapolation", "flash",
-    "glove", "heads_task", "induction", "inference", "latent", "layout", "linear_attention", "long_context",
-    "masks", "merge", "modules", "null_attention", "plotting", "position", "scaling", "sliding_window",
-    "speculative", "tables", "tasks", "torch_compat", "traffic", "training", "validate",
+    "glove", "heads_task", "induction", "inference", "language_model", "latent", "layout", "linear_attention",
+    "lm_heads", "long_context", "masks", "merge", "modules", "null_attention", "plotting", "position", "scaling",
+    "sliding_window", "speculative", "tables", "tasks", "text", "torch_compat", "traffic", "training", "validate",
 )
 _LAZY = {"plot_attention": "plotting", "plot_heads": "plotting"}  # top-level names from heavy modules
 

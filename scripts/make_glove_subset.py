@@ -31,7 +31,12 @@ from attn_helpers.glove._files import (  # noqa: E402
     sha256_of,
 )
 
-PROVENANCE = """# GloVe data shipped with the book
+PROVENANCE = """# Data shipped with the book
+
+`data/` holds two data sets, each checked against its SHA-256 in `SHA256SUMS` every time the book loads it: a subset of
+GloVe's word vectors (chapter 3) and the text of Tiny Shakespeare (chapter 13).
+
+## GloVe 6B, 50 dimensions: a subset (chapter 3)
 
 - **What**: a subset of the GloVe 6B 50-dimensional word vectors (Pennington, Socher and Manning, 2014),
   trained on Wikipedia 2014 + Gigaword 5 (6 billion tokens, 400,000 lower-cased words).
@@ -94,11 +99,27 @@ def main() -> None:
     np.save(args.out / SUBSET_VECTORS, np.ascontiguousarray(vectors[rows]))
     (args.out / SUBSET_VOCAB).write_text("".join(words[i] + "\n" for i in rows), encoding="utf-8")
     sums = "".join(f"{sha256_of(args.out / n)}  {n}\n" for n in (SUBSET_VECTORS, SUBSET_VOCAB))
-    (args.out / CHECKSUMS).write_text(sums)
+    (args.out / CHECKSUMS).write_text(sums + _other_sums(args.out / CHECKSUMS))
     (args.out / "PROVENANCE.md").write_text(PROVENANCE.format(
         source=source, top=args.top, extra=extra, total=len(rows), vectors=SUBSET_VECTORS,
-        vocab=SUBSET_VOCAB, sums=sums))
+        vocab=SUBSET_VOCAB, sums=sums) + _other_provenance(args.out / "PROVENANCE.md"))
     print(f"wrote {len(rows):,} words ({extra} beyond the top {args.top:,}) to {args.out}")
+
+
+# Chapter 13's text (tinyshakespeare.txt) shares data/: its checksum and its part of PROVENANCE.md are kept.
+OTHER_PROVENANCE = "\n## Tiny Shakespeare"
+
+
+def _other_sums(path: Path) -> str:
+    """The lines of ``path`` (SHA256SUMS) for files other than GloVe's."""
+    lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
+    return "".join(line for line in lines if line.split()[-1] not in (SUBSET_VECTORS, SUBSET_VOCAB))
+
+
+def _other_provenance(path: Path) -> str:
+    """``path``'s (PROVENANCE.md's) text from the Tiny Shakespeare heading on, or nothing."""
+    text = path.read_text() if path.is_file() else ""
+    return text[text.index(OTHER_PROVENANCE):] if OTHER_PROVENANCE in text else ""
 
 
 if __name__ == "__main__":

@@ -30,4 +30,6 @@ def test_rebuilding_from_glove_text_gives_the_shipped_files_bit_for_bit(tmp_path
                            str(tmp_path / "glove.6B.zip"), "--top", str(len(glove)), "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert (out / "SHA256SUMS").read_text() == (ROOT / "data" / "SHA256SUMS").read_text()
+    glove_sums = [line for line in (ROOT / "data" / "SHA256SUMS").read_text().splitlines(keepends=True)
+                  if "glove" in line]  # the folder also holds chapter 13's text, whose line the script keeps
+    assert (out / "SHA256SUMS").read_text() == "".join(glove_sums)

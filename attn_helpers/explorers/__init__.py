@@ -1,4 +1,4 @@
-"""Explorers: figures a reader moves, with no kernel running (chapters 1, 2, 3, 5, 7, 8, 10, 11 and 12).
+"""Explorers: figures a reader moves, with no kernel running (chapters 1, 2, 3, 5, 7, 8, 10, 11, 12 and 13).
 
 Each explorer is a Vega-Lite chart, built with Altair from tensors the chapter computed. Its controls
 (sliders, menus, check boxes) and the arithmetic they drive, such as a softmax at the slider's temperature,
@@ -14,6 +14,7 @@ from ._contextual import contextual_explorer, contextual_view
 from ._explorer import Explorer, rounded
 from ._heads import heads_explorer, heads_view
 from ._induction import induction_explorer, induction_view
+from ._lm_heads import lm_heads_explorer, lm_heads_view
 from ._masks import mask_explorer, mask_view
 from ._rope import rope_offset_explorer, rope_offset_view
 from ._speculative import speculative_explorer, speculative_view
@@ -39,4 +40,5 @@ __all__ = [
     "tile_walk_explorer", "tile_walk_view", "plot_tile_walk",  # chapter 10
     "rope_offset_explorer", "rope_offset_view", "STRETCH_METHODS", "stretch_explorer", "stretch_view",  # chapter 11
     "speculative_explorer", "speculative_view",  # chapter 12
+    "lm_heads_explorer", "lm_heads_view",  # chapter 13
 ]
