@@ -28,8 +28,8 @@ from .speculative import speculative_generate
 from .text import Corpus, batch
 from .training import fit
 
-__all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "train_lm", "train_draft", "PROMPT",
-           "Speculation", "speculate"]
+__all__ = ["CONTEXT", "Attention", "Block", "CharLM", "LMResult", "val_loss", "split_loss", "train_lm", "train_draft",
+           "PROMPT", "Speculation", "speculate"]
 
 CONTEXT = 64  #: the characters of a training window: the positions the model is trained on (chapter 13)
 
@@ -145,6 +145,33 @@ def val_loss(model: nn.Module, corpus: Corpus, context: int = CONTEXT, n: int = 
     x, y = batch(corpus.val, n, context, torch.Generator().manual_seed(seed))  # (n, t) each
     logits, _ = model(x)  # (n, t, vocab)
     return float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+
+
+@torch.no_grad()
+def split_loss(model: CharLM, ids: torch.Tensor, context: int = CONTEXT) -> float:
+    """Mean cross-entropy (nats per character) of ``model`` over a whole split ``ids`` ``(n,)`` (``corpus.val``), read
+    in non-overlapping windows of ``context`` characters (chapter 13).
+
+    The split is cut into ``m = (n - 1) // context`` windows ``(m, t)``; each position predicts the character after
+    it, so each of the characters ``ids[1 : m · t + 1]`` is scored once (the fewer than ``t`` left at the end are not).
+    """
+    m, context = _windows(ids, model.vocab, context)
+    x = ids[:m * context].view(m, context)  # (m, t): the windows
+    y = ids[1:m * context + 1].view(m, context)  # (m, t): the character after each position
+    total = sum(F.cross_entropy(model(xs)[0].flatten(0, 1), ys.flatten(), reduction="sum")  # 128 windows a pass
+                for xs, ys in zip(x.split(128), y.split(128), strict=True))
+    return float(total) / y.numel()
+
+
+def _windows(ids: object, vocab: int, context: int) -> tuple[int, int]:
+    """Check a split of character ids ``(n,)`` and a window length; return ``(m, context)``, ``m`` windows."""
+    if isinstance(ids, torch.Tensor) and ids.dim() != 1:
+        raise ValueError(f"ids must be one split of the text, a 1-D tensor (n,) such as corpus.val, got shape "
+                         f"{tuple(ids.shape)}.")
+    validate.token_ids(ids[None] if isinstance(ids, torch.Tensor) else ids, vocab)
+    context = validate.integer(context, "context", minimum=1, maximum=len(ids) - 1,  # type: ignore[arg-type]
+                               why="a window and the character after it must fit in the split")
+    return (len(ids) - 1) // context, context  # type: ignore[arg-type]
 
 
 def train_lm(corpus: Corpus, seed: int = 0, steps: int = 600, context: int = CONTEXT, batch_size: int = 32,

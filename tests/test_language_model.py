@@ -96,3 +96,23 @@ def test_without_head_zeroes_one_heads_columns_in_a_copy(model, corpus):
     rises = lm_heads.ablation_losses(model, corpus)
     assert rises.shape == (2, 4)
     assert abs(rises.loc[2, "head 3"] - (lm.val_loss(ablated, corpus) - lm.val_loss(model, corpus))) < 1e-9
+
+
+def test_split_loss_scores_every_character_of_the_split_once(model, corpus):
+    ids = corpus.val[:1000]  # 15 windows of 64, and 39 characters left over
+    x, y = ids[:960].view(15, 64), ids[1:961].view(15, 64)
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
+    assert abs(lm.split_loss(model, ids) - float(expected)) < 1e-6
+    with torch.no_grad():
+        short = torch.nn.functional.cross_entropy(model(ids[:-1].view(-1, 999))[0][0], ids[1:])
+    assert abs(lm.split_loss(model, ids, context=999) - float(short)) < 1e-6
+
+
+def test_split_loss_refuses_what_is_not_a_split(model, corpus):
+    with pytest.raises(ValueError, match="1-D tensor"):
+        lm.split_loss(model, corpus.val[:128].view(2, 64))
+    with raises_saying(ValueError, TOKEN_RANGE, "0"):
+        lm.split_loss(model, torch.tensor([1, 2, 70, 3]), context=2)
+    with pytest.raises(ValueError, match="must fit in the split"):
+        lm.split_loss(model, corpus.val[:10], context=10)
