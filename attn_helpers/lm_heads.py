@@ -21,7 +21,7 @@ from .language_model import CONTEXT, CharLM, split_loss
 from .text import Corpus, batch
 
 __all__ = ["held_out", "previous_token_scores", "recent_weight", "repeated", "after_another", "induction_scores",
-           "loss_by_position", "copy_losses", "without_head", "ablation_losses", "long_windows"]
+           "loss_by_position", "copy_losses", "every_head", "without_head", "ablation_losses", "long_windows"]
 
 
 def held_out(corpus: Corpus, n: int = 16, context: int = CONTEXT, seed: int = 99) -> torch.Tensor:
@@ -103,6 +103,12 @@ def copy_losses(model: CharLM, tokens: torch.Tensor) -> tuple[float, float]:
     m = tokens.shape[1] // 2
     per_char = loss_by_position(model, tokens)  # (2m - 1,): entry i predicts character i + 1
     return per_char[:m - 1].mean().item(), per_char[m:].mean().item()
+
+
+def every_head(model: CharLM) -> list[tuple[int, int]]:
+    """Every ``(layer, head)`` of ``model``, layers counted from 1 and heads from 0, as the tables count them
+    (chapter 13)."""
+    return [(layer, head) for layer, block in enumerate(model.blocks, start=1) for head in range(block.attn.num_heads)]
 
 
 def without_head(model: CharLM, layer: int, head: int) -> CharLM:

@@ -75,3 +75,8 @@ def test_loss_by_position_is_the_cross_entropy_of_each_next_character(model, cor
     first, second = lm_heads.copy_losses(model, tokens[:, :64])
     short = lm_heads.loss_by_position(model, tokens[:, :64])
     assert abs(first - short[:31].mean().item()) < 1e-6 and abs(second - short[32:].mean().item()) < 1e-6
+
+
+def test_every_head_counts_layers_from_1_and_heads_from_0(model):
+    assert lm_heads.every_head(model) == [(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1), (2, 2), (2, 3)]
+    assert lm_heads.every_head(lm.CharLM(5, n_layers=1, num_heads=2, num_kv_heads=1)) == [(1, 0), (1, 1)]

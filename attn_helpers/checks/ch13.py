@@ -19,7 +19,7 @@ __all__ = ["inside_and_past_function", "loss_without_function", "sample_function
 
 # ------------------------------------------------------------------ ex-ch13-predict
 
-_WINDOWS = {"the chapter's long_windows(corpus)": {}, "8 other windows of 129 characters": {"n": 8, "seed": 5}}
+_WINDOWS = {"the chapter's 64 windows of 129 characters": {}, "8 other windows of 129 characters": {"n": 8, "seed": 5}}
 
 
 @torch.no_grad()

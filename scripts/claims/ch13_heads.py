@@ -39,8 +39,8 @@ def _rises(seed: int) -> dict[str, object]:
 def _removed(seed: int) -> dict[str, object]:
     """The ablation exercise's losses (``val_loss`` without each head, as its solution computes them)."""
     model, corpus = _trained(seed).model, _corpus()
-    losses = {(layer + 1, head): ah.language_model.val_loss(ah.lm_heads.without_head(model, layer + 1, head), corpus)
-              for layer, block in enumerate(model.blocks) for head in range(block.attn.num_heads)}
+    losses = {(layer, head): ah.language_model.val_loss(ah.lm_heads.without_head(model, layer, head), corpus)
+              for layer, head in ah.lm_heads.every_head(model)}
     return {"losses": losses, "full": ah.language_model.val_loss(model, corpus)}
 
 
