@@ -1,9 +1,11 @@
 """Reading the heads of chapter 13's trained language model: what each head looks at, and what it is worth.
 
 Chapter 8 asked of a two-layer model whether one head looks at the previous token and another at the token after an
-earlier copy of the current one (an induction head). :func:`previous_token_scores` and :func:`induction_scores` ask the
-same of every head of a :class:`~attn_helpers.language_model.CharLM`, on held-out text; :func:`without_head` and
-:func:`ablation_losses` measure what the validation loss loses when one head's output is removed.
+earlier copy of the current one (an induction head). :func:`previous_token_scores`, :func:`recent_weight` and
+:func:`induction_scores` ask the same of every head of a :class:`~attn_helpers.language_model.CharLM`, on held-out
+text; :func:`copy_losses` asks whether a passage is easier the second time; :func:`without_head` and
+:func:`ablation_losses` measure what the validation loss loses when one head's output is removed;
+:func:`loss_by_position` on :func:`long_windows` measures the model past the length it was trained on.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from . import validate
-from .language_model import CONTEXT, CharLM, val_loss
+from .language_model import CONTEXT, CharLM, split_loss
 from .text import Corpus, batch
 
-__all__ = ["held_out", "previous_token_scores", "repeated", "induction_scores", "copy_losses", "without_head",
-           "ablation_losses"]
+__all__ = ["held_out", "previous_token_scores", "recent_weight", "repeated", "after_another", "induction_scores",
+           "loss_by_position", "copy_losses", "every_head", "without_head", "ablation_losses", "long_windows"]
 
 
 def held_out(corpus: Corpus, n: int = 16, context: int = CONTEXT, seed: int = 99) -> torch.Tensor:
@@ -40,10 +42,29 @@ def previous_token_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
     return _table(weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3)))  # (layers, h)
 
 
+def recent_weight(model: CharLM, tokens: torch.Tensor, k: int = 8) -> pd.DataFrame:
+    """Each head's mean weight on the last ``k`` characters (the query's own and the ``k - 1`` before it), over the
+    queries ``k`` … t-1 of ``tokens`` ``(b, t)``, which see more than ``k`` (chapter 13). Rows are layers, columns
+    heads; a head that looks no further back than ``k - 1`` characters scores 1."""
+    _, t = validate.token_ids(tokens, model.vocab)
+    k = validate.integer(k, "k", minimum=1, maximum=t - 1, why="some query must see more than k keys")
+    weights = torch.stack(model.attention_weights(tokens))  # (layers, b, h, t, t)
+    distance = torch.arange(t)[:, None] - torch.arange(t)  # (t, t): how far back key j is from query i
+    recent = ((distance >= 0) & (distance < k)).to(weights.dtype)  # (t, t): 1 on the last k keys of each query
+    return _table((weights * recent).sum(dim=-1)[..., k:].mean(dim=(1, 3)))  # (layers, h)
+
+
 def repeated(corpus: Corpus, n: int = 16, m: int = CONTEXT // 2, seed: int = 99) -> torch.Tensor:
     """``n`` fixed passages of ``m`` validation characters, each written twice: ``(n, 2m)`` (chapter 13)."""
     passages = held_out(corpus, n, m, seed)  # (n, m)
     return torch.cat([passages, passages], dim=1)  # (n, 2m)
+
+
+def after_another(corpus: Corpus, n: int = 16, m: int = CONTEXT // 2, seed: int = 99) -> torch.Tensor:
+    """The passages of :func:`repeated`, each after another of them rather than after itself: ``(n, 2m)``, the
+    control of the copy test (chapter 13)."""
+    passages = held_out(corpus, n, m, seed)  # (n, m)
+    return torch.cat([passages.roll(1, dims=0), passages], dim=1)  # (n, 2m): passage i - 1, then passage i
 
 
 def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
@@ -64,16 +85,30 @@ def induction_scores(model: CharLM, tokens: torch.Tensor) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def copy_losses(model: CharLM, tokens: torch.Tensor) -> tuple[float, float]:
-    """The model's mean loss on the first and on the second copy of passages written twice (chapter 13).
+def loss_by_position(model: CharLM, tokens: torch.Tensor) -> torch.Tensor:
+    """The model's loss (nats) at each position of ``tokens`` ``(b, t)``, averaged over the b rows: ``(t - 1,)``,
+    entry i the loss of predicting character i + 1 from characters 0 … i, in one pass (chapter 13)."""
+    validate.token_ids(tokens, model.vocab)
+    logits, _ = model(tokens[:, :-1])  # (b, t - 1, vocab): the prediction of characters 1 … t-1
+    return F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none").mean(dim=0)  # (t - 1,)
 
-    ``tokens`` ``(b, 2m)`` as :func:`repeated` makes them. The first copy's loss is over characters 1 … m-1 (the first
-    has nothing before it), the second's over characters m+1 … 2m-1 (the copy's first character cannot be known).
+
+def copy_losses(model: CharLM, tokens: torch.Tensor) -> tuple[float, float]:
+    """The model's mean loss on the first and on the second half of passages ``(b, 2m)`` (chapter 13): a passage
+    written twice (:func:`repeated`), or one after another (:func:`after_another`).
+
+    The first half's loss is over characters 1 … m-1 (the first has nothing before it), the second's over characters
+    m+1 … 2m-1 (the second half's first character cannot be known from the first's).
     """
     m = tokens.shape[1] // 2
-    logits, _ = model(tokens[:, :-1])  # (b, 2m - 1, vocab): the prediction of characters 1 … 2m-1
-    per_char = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (b, 2m - 1)
-    return per_char[:, :m - 1].mean().item(), per_char[:, m:].mean().item()
+    per_char = loss_by_position(model, tokens)  # (2m - 1,): entry i predicts character i + 1
+    return per_char[:m - 1].mean().item(), per_char[m:].mean().item()
+
+
+def every_head(model: CharLM) -> list[tuple[int, int]]:
+    """Every ``(layer, head)`` of ``model``, layers counted from 1 and heads from 0, as the tables count them
+    (chapter 13)."""
+    return [(layer, head) for layer, block in enumerate(model.blocks, start=1) for head in range(block.attn.num_heads)]
 
 
 def without_head(model: CharLM, layer: int, head: int) -> CharLM:
@@ -89,9 +124,17 @@ def without_head(model: CharLM, layer: int, head: int) -> CharLM:
 
 
 def ablation_losses(model: CharLM, corpus: Corpus) -> pd.DataFrame:
-    """The validation loss (:func:`~attn_helpers.language_model.val_loss`) of the model without each head, minus the
-    loss with all of them (chapter 13): rows layers, columns heads; larger means the head mattered more."""
-    full = val_loss(model, corpus)
-    rise = [[val_loss(without_head(model, layer + 1, head), corpus) - full for head in range(block.attn.num_heads)]
-            for layer, block in enumerate(model.blocks)]
-    return _table(torch.tensor(rise))
+    """The loss of the model without each head over the whole validation text
+    (:func:`~attn_helpers.language_model.split_loss`), minus the loss with all of them (chapter 13): rows layers,
+    columns heads; larger means the head mattered more."""
+    full = split_loss(model, corpus.val)
+    rise = [[split_loss(without_head(model, layer + 1, head), corpus.val) - full
+             for head in range(block.attn.num_heads)] for layer, block in enumerate(model.blocks)]
+    return _table(torch.tensor(rise, dtype=torch.float64))
+
+
+def long_windows(corpus: Corpus, n: int = 64, seed: int = 99) -> torch.Tensor:
+    """``n`` fixed windows of the validation text, each twice the trained ``CONTEXT`` and one character more:
+    ``(n, 2 · CONTEXT + 1)``, so that a pass over the first ``2 · CONTEXT`` predicts every character after the first
+    (chapter 13)."""
+    return held_out(corpus, n, 2 * CONTEXT + 1, seed)

@@ -4,6 +4,7 @@ import copy
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from attn_helpers import language_model, lm_heads, text
 from attn_helpers.checks import CheckFailed
@@ -21,36 +22,63 @@ def model(corpus):
     return language_model.CharLM(corpus.vocab)  # untrained: its heads still differ, which is all the checks need
 
 
-# ex-ch13-predict: the bytes of the cache of a full window
-
-RIGHT = 2 * 2 * 2 * 24 * 4 * 64  # keys and values, layers, key/value heads, d_k, bytes, characters
+# ex-ch13-predict: the loss inside and past the trained window
 
 
-def test_cache_bytes_accepts_reference(capsys):
-    check.cache_bytes(RIGHT)
-    assert "✓ cache_bytes: correct" in capsys.readouterr().out
-
-
-def test_cache_bytes_accepts_the_measured_cache(model, capsys):
+def reference_inside_and_past(model, tokens):
     with torch.no_grad():
-        _, caches = model(torch.zeros(1, check.CONTEXT, dtype=torch.long))
-    check.cache_bytes(sum(c.nbytes for c in caches))
+        logits, _ = model(tokens[:, :-1])
+    per = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")
+    return per[:, :64].mean().item(), per[:, 64:].mean().item()
+
+
+def test_inside_and_past_accepts_reference(model, corpus, capsys):
+    check.inside_and_past_function(reference_inside_and_past, model, corpus)
+    assert "✓ inside_and_past: correct" in capsys.readouterr().out
+
+
+def test_inside_and_past_accepts_a_pass_over_all_129_characters(model, corpus, capsys):
+    def whole(model, tokens):  # the 129th position's logits are computed and not used
+        with torch.no_grad():
+            logits, _ = model(tokens)
+        per = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+        return per[:, :64].mean().item(), per[:, 64:].mean().item()
+
+    check.inside_and_past_function(whole, model, corpus)
     assert "correct" in capsys.readouterr().out
 
 
+def _halves(shift=1, two_passes=False, swapped=False, whole=False):
+    def inside_and_past(model, tokens):
+        x, y = tokens[:, :128], tokens[:, shift:128 + shift]
+        with torch.no_grad():
+            logits = torch.cat([model(x[:, :64])[0], model(x[:, 64:])[0]], 1) if two_passes else model(x)[0]
+        per = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")
+        inside, past = per[:, :64].mean().item(), per[:, 64:].mean().item()
+        if whole:
+            return per.mean().item(), per.mean().item()
+        return (past, inside) if swapped else (inside, past)
+    return inside_and_past
+
+
+def _shortcut(model, tokens):
+    per = lm_heads.loss_by_position(model, tokens)
+    return per[:64].mean().item(), per[64:].mean().item()
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (2 * 2 * 4 * 24 * 4 * 64, "g heads of keys and values, not h"),  # a key and value head per query head
-    (2 * 2 * 24 * 4 * 64, "keys AND values"),  # keys only, or one layer
-    (2 * 2 * 2 * 24 * 4 * 64 * 8, "counts bits"),
-    (2 * 2 * 24 * 4 * 64 // 2, "a quarter"),  # keys only, one layer
-    (2 * 2 * 2 * 24 * 4, "one character's share"),
-    (2 * 2 * 2 * 24 * 64, "counts numbers"),
-    (12345, "is not right"),
-    ("49152", "should be a number"),
+    (_halves(swapped=True), "swapped"),
+    (_halves(whole=True), "mean over the whole window"),
+    (_halves(shift=0), "predict the character AFTER"),
+    (_halves(two_passes=True), "window of its own"),
+    (_shortcut, "loss_by_position"),
+    (lambda model, tokens: lm_heads.copy_losses(model, tokens), "copy_losses"),
+    (lambda model, tokens: 2.0, "two numbers"),
+    (lambda model, tokens: (2.0, 3.0), "is not right"),
 ])
-def test_cache_bytes_rejects_mistakes(wrong, hint):
+def test_inside_and_past_rejects_mistakes(model, corpus, wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
-        check.cache_bytes(wrong)
+        check.inside_and_past_function(wrong, model, corpus)
 
 
 # ex-ch13-ablate: the loss without one head
@@ -69,7 +97,7 @@ def test_loss_without_accepts_reference(model, corpus, capsys):
     assert "✓ loss_without: correct" in capsys.readouterr().out
 
 
-def _zeroing(part, rows, layer_from_zero=False, next_head=False, in_place=False):
+def _zeroing(part, rows, layer_from_zero=False, next_head=False, in_place=False, interleaved=False):
     def loss_without(model, corpus, layer, head):
         ablated = model if in_place else copy.deepcopy(model)
         attn = ablated.blocks[layer if layer_from_zero else layer - 1].attn
@@ -77,7 +105,7 @@ def _zeroing(part, rows, layer_from_zero=False, next_head=False, in_place=False)
         h = head + 1 if next_head else head
         if part in ("W_k", "W_v"):
             h = head // (attn.num_heads // attn.num_kv_heads)
-        block = slice(h * d_k, (h + 1) * d_k)
+        block = slice(h, None, attn.num_heads) if interleaved else slice(h * d_k, (h + 1) * d_k)
         with torch.no_grad():
             weight = getattr(attn, part).weight
             if rows:
@@ -94,6 +122,7 @@ def _zeroing(part, rows, layer_from_zero=False, next_head=False, in_place=False)
     (_zeroing("W_v", rows=True), "key/value heads are shared"),
     (_zeroing("W_o", rows=False, layer_from_zero=True), "model.blocks counts from 0|layer=2"),
     (_zeroing("W_o", rows=False, next_head=True), "heads count from 0|head=3"),
+    (_zeroing("W_o", rows=False, interleaved=True), "not interleaved"),
     (lambda model, corpus, layer, head: language_model.val_loss(model, corpus), "is not right"),
     (lambda model, corpus, layer, head: "1.9", "should be a number"),
 ])
@@ -143,13 +172,14 @@ def test_sample_accepts_reference(model, prompt, capsys):
     assert "✓ sample: correct" in capsys.readouterr().out
 
 
-def _sampler(scale=lambda z, T: z / T, greedy=False, cached=True, extra_pass=False, one_short=False):
+def _sampler(scale=lambda z, T: z / T, greedy=False, cached=True, extra_pass=False, one_short=False, dim=-1,
+             position=-1):
     @torch.no_grad()
     def sample(model, prompt, n_new, temperature, generator):
         tokens = prompt
         logits, caches = model(prompt)
         for i in range(n_new - 1 if one_short else n_new):
-            probs = torch.softmax(scale(logits[:, -1], temperature), dim=-1)
+            probs = torch.softmax(scale(logits[:, position], temperature), dim=dim)
             new = probs.argmax(-1, keepdim=True) if greedy else torch.multinomial(probs, 1, generator=generator)
             tokens = torch.cat([tokens, new], dim=1)
             if i < n_new - 1 or extra_pass:
@@ -162,6 +192,8 @@ def _sampler(scale=lambda z, T: z / T, greedy=False, cached=True, extra_pass=Fal
     (_sampler(scale=lambda z, T: z * T), "multiplying by it does the opposite"),
     (_sampler(scale=lambda z, T: z), "the temperature is not used"),
     (_sampler(greedy=True), "greedy decoding"),
+    (_sampler(dim=0), "wrong dimension"),
+    (_sampler(position=0), "FIRST position"),
     (_sampler(scale=lambda z, T: torch.log(torch.softmax(z, -1) * T)), "temperature is not used"),
     (_sampler(cached=False), "only the newest character"),  # the forbidden shortcut: no cache
     (_sampler(extra_pass=True), "needs no pass after it"),

@@ -96,7 +96,7 @@ def test_without_head_zeroes_one_heads_columns_in_a_copy(model, corpus):
         lm_heads.without_head(model, 0, 0)
     rises = lm_heads.ablation_losses(model, corpus)
     assert rises.shape == (2, 4)
-    assert abs(rises.loc[2, "head 3"] - (lm.val_loss(ablated, corpus) - lm.val_loss(model, corpus))) < 1e-9
+    assert abs(rises.loc[2, "head 3"] - (lm.split_loss(ablated, corpus.val) - lm.split_loss(model, corpus.val))) < 1e-9
 
 
 def test_split_loss_scores_every_character_of_the_split_once(model, corpus):

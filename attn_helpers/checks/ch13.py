@@ -9,30 +9,73 @@ from collections.abc import Callable
 
 import torch
 
-from ..language_model import CharLM, val_loss
-from ..lm_heads import ablation_losses, without_head
+from ..language_model import CONTEXT, CharLM, val_loss
+from ..lm_heads import ablation_losses, copy_losses, long_windows, loss_by_position, without_head
 from ..text import Corpus
 from . import CheckFailed, Watch, call, check_value, correct
 
-__all__ = ["CONTEXT", "cache_bytes", "loss_without_function", "sample_function"]
-
-CONTEXT = 64  #: exercise ex-ch13-predict: the characters whose keys and values the cache holds (chapter 13)
+__all__ = ["inside_and_past_function", "loss_without_function", "sample_function"]
 
 
-def cache_bytes(answer: object) -> None:
-    """Exercise ex-ch13-predict: bytes of the KV cache of the chapter's model after ``CONTEXT`` characters, float32."""
-    model = CharLM(2)  # the chapter's sizes: CharLM's defaults
-    layers, g, d_k, per = len(model.blocks), model.blocks[0].attn.num_kv_heads, model.blocks[0].attn.d_k, 4
-    right = 2 * layers * g * d_k * per * CONTEXT
-    check_value(answer, right, "cache_bytes", {
-        "twice the answer: the query heads share key/value heads (grouped-query attention), so the cache holds "
-            "g heads of keys and values, not h; or a float32 number was counted as 8 bytes.": 2 * right,
-        "half the answer: the cache holds keys AND values, in every layer, each number 4 bytes (float32).": right // 2,
-        "eight times the answer: that counts bits, not bytes.": 8 * right,
-        "a quarter of the answer: that counts numbers, where a float32 number takes 4 bytes; or it leaves out "
-            "the values and one of the layers.": right // 4,
-        "that is one character's share: the cache holds every character seen so far.": right // CONTEXT,
-    }, atol=0.5, rtol=0)
+# ------------------------------------------------------------------ ex-ch13-predict
+
+_WINDOWS = {"the chapter's 64 windows of 129 characters": {}, "8 other windows of 129 characters": {"n": 8, "seed": 5}}
+
+
+@torch.no_grad()
+def _halves(model: CharLM, tokens: torch.Tensor, shift: int = 1, one_pass: bool = True) -> tuple[float, float]:
+    """Mean loss over positions 0 … CONTEXT-1 and CONTEXT … of ``tokens`` ``(b, 2 · CONTEXT + 1)``, each position
+    scored on the character ``shift`` after it; with ``one_pass=False`` the second half runs as a window of its own."""
+    x, y = tokens[:, :2 * CONTEXT], tokens[:, shift:2 * CONTEXT + shift]  # (b, 2 · CONTEXT) each
+    if one_pass:
+        logits, _ = model(x)  # (b, 2 · CONTEXT, vocab)
+    else:
+        logits = torch.cat([model(x[:, :CONTEXT])[0], model(x[:, CONTEXT:])[0]], dim=1)
+    per = torch.nn.functional.cross_entropy(logits.transpose(1, 2), y, reduction="none").mean(dim=0)  # (2 · CONTEXT,)
+    return per[:CONTEXT].mean().item(), per[CONTEXT:].mean().item()
+
+
+def inside_and_past_function(fn: Callable[[CharLM, torch.Tensor], tuple[float, float]], model: CharLM,
+                             corpus: Corpus) -> None:
+    """Exercise ex-ch13-predict: ``fn(model, tokens)`` gives the mean loss inside the trained window (positions
+    0 … CONTEXT-1 of windows ``(b, 2 · CONTEXT + 1)``) and past it (positions CONTEXT … 2 · CONTEXT - 1)."""
+    for given, settings in _WINDOWS.items():
+        tokens = long_windows(corpus, **settings)
+        with Watch({loss_by_position: "ah.lm_heads.loss_by_position", copy_losses: "ah.lm_heads.copy_losses"}
+                   ) as watch:
+            answer = call(fn, model, tokens.clone(), name="inside_and_past", given=given)
+        if watch.called:
+            raise CheckFailed(f"inside_and_past calls {', '.join(sorted(watch.called))}, which scores every position "
+                              f"for you: the exercise asks you to do it yourself. Hint: one pass of the model, then "
+                              f"the cross-entropy of each position's logits against the character after it.")
+        if not isinstance(answer, tuple | list) or len(answer) != 2:
+            raise CheckFailed(f"inside_and_past should return two numbers, (inside, past), got {answer!r:.80}.")
+        per = loss_by_position(model, tokens)  # (2 · CONTEXT,)
+        inside, past = per[:CONTEXT].mean().item(), per[CONTEXT:].mean().item()
+        whole = per.mean().item()
+        unshifted = _halves(model, tokens, shift=0)  # each position scored on its own character
+        two_passes = _halves(model, tokens, one_pass=False)
+        mistakes = [
+            ("the two numbers are swapped: the first is the loss inside the trained window, the second past it.",
+             (past, inside)),
+            ("each number is the mean over the whole window: average the first CONTEXT positions and the last "
+             "CONTEXT positions separately.", (whole, whole)),
+            ("each position is scored on its own character: the logits at position i predict the character AFTER "
+             "it, so compare them with the ids shifted by one.", unshifted),
+            ("the second half was run as a window of its own, so its positions start again at 0, inside the "
+             "trained window: run all 2 · CONTEXT characters in one pass, so that the second half sits past it.",
+             two_passes),
+        ]
+        for (name, value, expected, part) in (("inside", answer[0], inside, 0), ("past", answer[1], past, 1)):
+            check_value_quietly(value, expected, f"inside_and_past(model, tokens)[{part}] ({name}), on {given}",
+                                {hint: wrong[part] for hint, wrong in mistakes})
+    correct("inside_and_past")
+
+
+def check_value_quietly(answer: object, expected: float, name: str, mistakes: dict[str, float]) -> None:
+    """:func:`check_value` without its line of praise: the exercise prints one line for all its values."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        check_value(answer, expected, name, mistakes, atol=1e-5, rtol=0)
 
 
 # ------------------------------------------------------------------ ex-ch13-ablate
@@ -66,6 +109,10 @@ def _ablation_mistakes(model: CharLM, corpus: Corpus, layer: int, head: int) -> 
         "layers count from 1 in the chapter's tables, as in the exercise, but model.blocks counts from 0.":
             _zeroed(model, layer % len(model.blocks), "W_o", None, cols),
     }
+    interleaved = slice(head, None, attn.num_heads)  # columns head, head + h, head + 2h, …
+    mistakes["the heads are not interleaved: splitting the features into heads (a view to (b, t, h, d_k)) keeps each "
+             "head's d_k features side by side, one block of columns of W_o per head, not every h-th column."] = \
+        _zeroed(model, layer - 1, "W_o", None, interleaved)
     if head + 1 < attn.num_heads:
         mistakes["heads count from 0: head i owns the columns i·d_k … (i+1)·d_k - 1 of W_o."] = _zeroed(
             model, layer - 1, "W_o", None, slice((head + 1) * d_k, (head + 2) * d_k))
@@ -89,9 +136,8 @@ def loss_without_function(fn: Callable[[CharLM, Corpus, int, int], float], model
                               "Hint: remove the head from a copy (copy.deepcopy), so the model stays whole for the "
                               "next question.")
         expected = val_loss(without_head(model, layer, head), corpus)
-        with contextlib.redirect_stdout(io.StringIO()):  # one line for all the heads, printed below
-            check_value(answer, expected, f"loss_without(model, corpus, {given})",
-                        _ablation_mistakes(model, corpus, layer, head), atol=1e-5, rtol=0)
+        check_value_quietly(answer, expected, f"loss_without(model, corpus, {given})",  # one line for all heads
+                            _ablation_mistakes(model, corpus, layer, head))
     correct("loss_without")
 
 
@@ -100,14 +146,15 @@ def loss_without_function(fn: Callable[[CharLM, Corpus, int, int], float], model
 _TEMPERATURES, _N_NEW = (1.0, 0.3, 3.0), 40
 
 
-def _sampler(scale: Callable[[torch.Tensor, float], torch.Tensor], greedy: bool = False):
+def _sampler(scale: Callable[[torch.Tensor, float], torch.Tensor], greedy: bool = False, dim: int = -1,
+             position: int = -1):
     @torch.no_grad()
     def sample(model: CharLM, prompt: torch.Tensor, n_new: int, temperature: float,
                generator: torch.Generator) -> torch.Tensor:
         logits, caches = model(prompt)
         tokens = prompt
         for i in range(n_new):
-            p = torch.softmax(scale(logits[:, -1], temperature), dim=-1)  # (1, vocab)
+            p = torch.softmax(scale(logits[:, position], temperature), dim=dim)  # (1, vocab)
             new = p.argmax(-1, keepdim=True) if greedy else torch.multinomial(p, 1, generator=generator)  # (1, 1)
             tokens = torch.cat([tokens, new], dim=1)
             if i + 1 < n_new:
@@ -124,6 +171,11 @@ _MISTAKES = {
     "it, which are normalised again, changes nothing).": _sampler(lambda z, T: z),
     "that is greedy decoding: draw the character from the distribution instead of taking its most likely one.":
         _sampler(lambda z, T: z / T, greedy=True),
+    "the softmax ran over the wrong dimension: the logits of one position are (1, vocab), and the distribution is "
+    "over the characters, the last dimension; over the batch's one row every probability is 1, a uniform draw.":
+        _sampler(lambda z, T: z / T, dim=0),
+    "the first character was drawn from the prompt's FIRST position, whose logits predict the prompt's second "
+    "character: the next character comes from the last position's logits.": _sampler(lambda z, T: z / T, position=0),
 }
 
 

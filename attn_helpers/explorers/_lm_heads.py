@@ -65,7 +65,7 @@ def _heatmap(labels: str) -> alt.Chart:
         base, x=alt.X("k:O", title="key", axis=alt.Axis(labelExpr=labels, labelAngle=0, labelFontSize=9)),
         y=alt.Y("q:O", title="query", axis=alt.Axis(labelExpr=labels, labelFontSize=9)), stroke_width=0.3,
         label="'layer ' + datum.layer + ', head ' + datum.head + ', query ' + datum.q + ' (' + chars[datum.q] + '), "
-              "key ' + datum.k + ' (' + chars[datum.k] + '): weight ' + format(datum.w, '.8f')",
+              "key ' + datum.k + ' (' + chars[datum.k] + '): weight ' + format(datum.w, '.2f')",
     ).encode(stroke=alt.condition("datum.q == query", alt.value("#d62728"), alt.value("white")),
              strokeWidth=alt.condition("datum.q == query", alt.value(1.5), alt.value(0.3))).properties(name="lm_cells")
 
@@ -79,14 +79,14 @@ def _bars(labels: str, t: int) -> alt.LayerChart:
         y=alt.Y("w:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
         description=alt.Description("label:N"),
     ).transform_calculate(
-        label="'query ' + datum.q + ', key ' + datum.k + ' (' + chars[datum.k] + '): weight ' + format(datum.w, '.8f')")
+        label="'query ' + datum.q + ', key ' + datum.k + ' (' + chars[datum.k] + '): weight ' + format(datum.w, '.2f')")
     top = row.transform_window(rank="row_number()", sort=[{"field": "w", "order": "descending"},
                                                           {"field": "k", "order": "ascending"}]
                                ).transform_filter("datum.rank == 1").transform_calculate(
         text="'query ' + datum.q + ' (' + chars[datum.q] + ') weighs key ' + datum.k + ' (' + chars[datum.k] + ') "
              "most: ' + format(datum.w, '.2f')",
         label="'layer ' + layer + ', head ' + head + ', query ' + datum.q + ': most weight on key ' + datum.k + ', "
-              "weight ' + format(datum.w, '.8f')",
+              "weight ' + format(datum.w, '.2f')",
     ).mark_text(align="left", baseline="top", x=0, y=-22, fontSize=12).encode(
         text="text:N", description=alt.Description("label:N"))
     return alt.layer(bars, top).properties(width=CELL * t, height=BAR_HEIGHT)
