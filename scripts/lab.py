@@ -17,7 +17,8 @@ settings (``scripts/learners_lab/settings/overrides.json``) leave the arrow keys
 explorer, which JupyterLab would otherwise take for moving between cells. Its CSS
 (``scripts/learners_lab/custom/custom.css``) puts an explorer's controls above its chart, as the website does
 (``_static/site.css``), so that on a phone a control and what it moves are in view together: JupyterLab's own Vega
-renderer puts them under the chart. The CSS applies to Vega-Lite outputs
+renderer puts them under the chart. It also lines up an explorer's sliders, and scales a chart down to its output's
+width where that is narrower (JupyterLab on a phone leaves about 270 px). The CSS applies to Vega-Lite outputs
 with controls only. JupyterLab loads custom CSS only from the Jupyter config directory (the learner's
 ``~/.jupyter``), so ``scripts/learners_lab/jupyter_server_config.py`` turns it on and points the server at the
 book's file (it says how); a learner's own ``~/.jupyter/custom/custom.css`` is not loaded here. In a stock

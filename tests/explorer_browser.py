@@ -198,3 +198,31 @@ def temperature_shown(marks: list[str]) -> dict:
         else:
             raise AssertionError(f"unexpected mark {label!r}")
     return seen
+
+
+#: Where each control of an explorer lies: its name, slider or menu, and value (the number Vega writes after a
+#: slider), as [left, top, right, bottom] each, and the name's line height.
+CONTROL_BOXES_JS = """el => [...el.querySelectorAll('.vega-bind')].map(bind => {
+    const box = e => e && (r => [r.left, r.top, r.right, r.bottom])(e.getBoundingClientRect());
+    const name = bind.querySelector('.vega-bind-name');
+    return {name: name.textContent.trim(), nameBox: box(name),
+            lineHeight: parseFloat(getComputedStyle(name).lineHeight),
+            input: box(bind.querySelector('input, select')), value: box(bind.querySelector('input[type=range] + span')),
+            slider: bind.querySelector('input[type=range]') !== null};
+})"""
+
+
+def controls_problems(explorer) -> list[str]:
+    """What is wrong with how an explorer's controls are laid out: a name on more than one line, a slider's value
+    not on its slider's line, or sliders that do not line up (their left edges more than 1 px apart)."""
+    controls = explorer.evaluate(CONTROL_BOXES_JS)
+    problems = []
+    for c in controls:
+        if c["nameBox"][3] - c["nameBox"][1] > 1.5 * c["lineHeight"]:
+            problems.append(f"the name {c['name']!r} takes more than one line")
+        if c["value"] and not c["input"][1] <= (c["value"][1] + c["value"][3]) / 2 <= c["input"][3]:
+            problems.append(f"the value of {c['name']!r} is not on its slider's line")
+    lefts = sorted(c["input"][0] for c in controls if c["slider"])
+    if lefts and lefts[-1] - lefts[0] > 1:
+        problems.append(f"the sliders start at {[round(x) for x in lefts]} px, not lined up")
+    return problems

@@ -9,7 +9,9 @@ import re
 
 import pytest
 import torch
+from built_site import SITE
 from explorer_browser import (
+    PHONE,
     TIMEOUT_MS,
     assert_fits_a_phone,
     control,
@@ -209,3 +211,45 @@ def test_blocked_scores_are_pale_on_light_pages_and_visible_on_dark_ones(site_ta
         assert labels(explorer) == before  # the same numbers, drawn again
     finally:
         page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
+
+
+# The figure under the explorer, as the chapter draws it (cell "ch10-walk-figure": the tiles of queries 4-5).
+FIGURE_STEPS = [4, 5, 6]
+LEGIBLE_PX = 9
+
+
+def test_the_tile_walk_figure_has_legible_text_on_a_phone(site_tab):
+    """Figure 10.1 (``plot_tile_walk``) shown in a 390-px phone's column: its smallest text is at least 9 px high.
+    The PNG is the figure drawn at ``dpi`` pixels an inch (its pHYs chunk says which); shown at ``shown`` of its
+    ``natural`` pixels, a text of ``size`` points is ``size / 72 * dpi * shown / natural`` px high. (It was 7 px when
+    the figure put its two panels a row into 6.4 inches.)"""
+    import io
+    from urllib.parse import urlsplit
+
+    import matplotlib
+    from matplotlib.text import Text
+    from PIL import Image
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    page, base, _ = site_tab
+    assert page.viewport_size == PHONE
+    page.goto(base + PAGE)
+    image = page.locator("#fig-ch10-walk img")
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=image.element_handle(), timeout=TIMEOUT_MS)
+    seen = image.evaluate("i => ({shown: i.getBoundingClientRect().width, natural: i.naturalWidth,"
+                          " height: i.naturalHeight, src: i.src})")
+    with Image.open(SITE / urlsplit(seen["src"]).path.lstrip("/")) as png:
+        dpi = png.info["dpi"][0]
+    fig = ah.explorers.plot_tile_walk(Q, K, V, 2, 2, FIGURE_STEPS, causal=True)
+    smallest = min(t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip())
+    drawn = io.BytesIO()
+    fig.savefig(drawn, dpi=dpi, bbox_inches="tight")  # as the chapter's inline backend saves it
+    plt.close(fig)
+    with Image.open(drawn) as again:  # the page shows this figure: the same size in pixels
+        assert abs(again.size[0] - seen["natural"]) <= 2 and abs(again.size[1] - seen["height"]) <= 2, \
+            (again.size, seen)
+    px = smallest / 72 * dpi * seen["shown"] / seen["natural"]
+    assert px >= LEGIBLE_PX, f"the figure's smallest text ({smallest} pt) is {px:.1f} px high on a phone"

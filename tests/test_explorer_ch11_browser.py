@@ -15,6 +15,7 @@ from explorer_browser import (
     PHONE,
     assert_fits_a_phone,
     control,
+    controls_problems,
     labels,
     move,
     numbers,
@@ -249,3 +250,10 @@ def test_both_explorers_fit_a_phone_screen_titles_and_all(site_tab):
                 assert d_top - 1 <= top and bottom <= d_bottom + 1, f"{name!r} runs past its axis"
             else:
                 assert d_left - 1 <= left and right <= d_right + 1, f"{name!r} runs past its axis"
+
+
+def test_the_two_sliders_line_up_on_a_phone(site_tab):
+    """On a 390-px phone the controls wrap; the sliders "position p" and "offset r" start at one x whatever the
+    length of their names (they were 22 px apart), each with its value on its line."""
+    rope = open_explorers(site_tab, PAGE).first
+    assert not controls_problems(rope)

@@ -10,7 +10,16 @@ import re
 from fractions import Fraction as F
 
 import pytest
-from explorer_browser import assert_fits_a_phone, labels, move, open_explorers, press, slide_to, value_of
+from explorer_browser import (
+    assert_fits_a_phone,
+    controls_problems,
+    labels,
+    move,
+    open_explorers,
+    press,
+    slide_to,
+    value_of,
+)
 
 from attn_helpers.explorers import speculative_view
 from attn_helpers.explorers._speculative import K_MAX
@@ -91,4 +100,12 @@ def test_the_speculative_explorer_computes_what_python_does(site_tab):
 
 def test_the_explorer_fits_a_phone_screen(site_tab):
     explorer = open_explorers(site_tab, PAGE).first
+    assert_fits_a_phone(explorer)
+
+
+def test_each_control_reads_on_its_own_lines_on_a_phone(site_tab):
+    """On a 390-px phone the mix slider's long name ("draft: -1 uniform, 0 q, 1 p") wrapped its value onto a line of
+    its own; each name is now one line, each slider on one line with its value, and the two sliders line up."""
+    explorer = open_explorers(site_tab, PAGE).first
+    assert not controls_problems(explorer)
     assert_fits_a_phone(explorer)

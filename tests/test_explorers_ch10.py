@@ -256,6 +256,13 @@ def test_plot_tile_walk_draws_one_row_a_step_and_checks_its_steps():
     factors = [t.get_text() for t in fig.axes[5].texts]  # tile 6: query 4 (m unchanged) and query 5
     view = tile_walk_view(q, k, v, 2, 2, 6, causal=True)
     assert factors == [f"×{view['factor'][4]:.2f}", f"×{view['factor'][5]:.2f}"] and factors[0] == "×1.00"
+    # drawn for a phone's column: no text smaller than SMALLEST points in a figure WIDTH inches wide (the browser
+    # test measures it on the page)
+    from matplotlib.text import Text
+
+    from attn_helpers.explorers._tile_figure import SMALLEST, WIDTH
+    assert fig.get_size_inches()[0] == WIDTH
+    assert min(t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()) >= SMALLEST
     plt.close(fig)
     with raises_saying(ValueError, "step " + POSITIVE_INTEGER):
         ah.explorers.plot_tile_walk(q, k, v, 2, 2, [0], causal=True)

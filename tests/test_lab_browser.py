@@ -289,6 +289,60 @@ def test_an_explorers_controls_are_above_its_chart(tmp_path):
             assert chart_top - controls_top < height, f"{where}: its controls and its chart's top are not in one screen"
 
 
+
+FIT_CHAPTERS = [*CONTROLS_CHAPTERS, ROOT / "chapters" / "12_cost_of_the_cache.ipynb"]
+# Each explorer in view: its chart's box, the width Vega drew it at, and the right edge of what the notebook shows
+# (its output area, within the notebook's scrolling panel, scroll bar excluded).
+CHART_AND_ROOM = f"""() => {DRAWN}.map(output => {{
+    const svg = output.querySelector('.vega-embed > svg');
+    const panel = output.closest('.jp-WindowedPanel-outer, .jp-Notebook');
+    const room = Math.min(output.closest('.jp-OutputArea-output').getBoundingClientRect().right,
+                          panel.getBoundingClientRect().left + panel.clientWidth, innerWidth);
+    return {{left: svg.getBoundingClientRect().left, right: svg.getBoundingClientRect().right, room,
+             shown: svg.getBoundingClientRect().width, drawn: Number(svg.getAttribute('width'))}};
+}})"""
+
+
+def test_an_explorer_fits_its_output_and_its_sliders_line_up(tmp_path):
+    """The explorers of chapters 10, 11 and 12 in the learners' JupyterLab (its file browser closed, as a learner on
+    a phone closes it) and in Notebook 7, on a 390-px phone and on a desktop: each chart ends within what the
+    notebook shows (at 390 px JupyterLab leaves an output about 270 px wide, and cut off chapter 10's explorer and
+    the others' right sides), scaled down only where it must be, drawn at its own size on a desktop; each control's
+    name on one line and each slider's value on its line, and the sliders of an explorer lined up (chapter 11's
+    were 18 px apart, their names being of different lengths; chapter 12's value went to a line of its own)."""
+    from explorer_browser import PHONE, controls_problems
+    from playwright.sync_api import sync_playwright
+
+    explorers = {path.name: vega_outputs(path) for path in FIT_CHAPTERS}
+    editions = {path.name: as_text(learner_edition(path)) for path in FIT_CHAPTERS}
+    seen, problems = {}, []
+    with learners_lab(tmp_path, editions) as (base, token), sync_playwright() as playwright:
+        for screen, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+            with desktop_page(playwright, viewport) as page:
+                for interface in ("lab", "notebooks"):
+                    for name, count in explorers.items():
+                        page.goto(f"{base}/lab/tree/{name}?reset&token={token}" if interface == "lab"
+                                  else f"{base}/notebooks/{name}?token={token}")
+                        page.wait_for_function(f"() => {DRAWN}.length >= {count}", timeout=TIMEOUT_MS)
+                        if interface == "lab" and page.locator(".jp-FileBrowser").is_visible():
+                            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+                            page.locator(".jp-FileBrowser").wait_for(state="hidden", timeout=TIMEOUT_MS)
+                        page.wait_for_timeout(500)  # the notebook laid out again at its new width
+                        where = f"{name} in {interface} on a {screen}"
+                        seen[where] = page.evaluate(CHART_AND_ROOM)
+                        for n, output in enumerate(page.locator(".jp-RenderedVegaLite:has(.vega-bindings)").all(), 1):
+                            problems += [f"{where}, explorer {n}: {p}" for p in controls_problems(output)]
+    for where, charts in seen.items():
+        assert len(charts) == explorers[where.split(" ")[0]], where
+        for n, chart in enumerate(charts, 1):
+            assert chart["right"] <= chart["room"] + 0.5, \
+                f"{where}: explorer {n} reaches {chart['right']:.0f} px, past the {chart['room']:.0f} px shown"
+            if "desktop" in where:
+                assert chart["shown"] == pytest.approx(chart["drawn"], abs=0.5), f"{where}: explorer {n} scaled"
+            else:
+                assert chart["shown"] >= 0.75 * chart["drawn"], f"{where}: explorer {n} shrunk below 3/4"
+    assert not problems, problems
+
 # The WCAG contrast of every text of an explorer against its background, in the browser: [text, ratio] each.
 TEXT_CONTRASTS = """svg => {
     const rgb = c => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);

@@ -1,5 +1,6 @@
 """The learners' JupyterLab (scripts/lab.py; Binder's too, through JUPYTER_CONFIG_PATH): its CSS,
-``custom/custom.css`` beside this file, which puts an explorer's controls above its chart.
+``custom/custom.css`` beside this file, which puts an explorer's controls above its chart, lines up its sliders
+and fits the chart to a phone's narrow output.
 
 JupyterLab 4 loads ``custom/custom.css`` only with ``LabApp.custom_css`` on, and serves it from the server's
 ``static_custom_path``: by default the ``custom`` folder of the Jupyter config directory (JUPYTER_CONFIG_DIR, the
