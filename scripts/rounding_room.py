@@ -14,14 +14,17 @@ sees every number as it is rounded for display in a cell whose outputs nbval com
 - a pandas ``DataFrame.round(n)`` or ``Series.round(n)`` called from a code cell or from ``attn_helpers`` (tables),
   and a NumPy array's or a tensor's ``.round(n)`` method called in a code cell: every float element;
 - an f-string's ``{x:.nf}``, ``{x:.n%}``, ``{x:.ne}`` or ``{x:.ng}`` in a code cell;
-- every element of a float tensor printed at ``torch.set_printoptions``'s precision.
+- every element of a float tensor printed at ``torch.set_printoptions``'s precision;
+- every choice of ``torch.argmax`` or a tensor's ``.argmax(dim)`` called from a code cell or from ``attn_helpers``
+  (the predictions an accuracy counts, a row's favourite key): its margin, the largest value less the second, is
+  its distance from choosing another.
 
 For each number it takes the spread of its value over the kernel sets and its distance from the nearest rounding
 boundary (the smallest over the sets), and prints, per cell, the smallest ratio distance / spread: how many times
 the kernel sets' own disagreement would have to grow before another CPU could print another digit. A cell whose
-numbers are bit-identical under every set has no ratio (its smallest distance is printed). A count (an accuracy)
-changes by whole predictions, which this script does not see: the trained claims' margins measure those. Nor does
-it see a float that pandas or NumPy prints at its own display precision, without a ``round`` first.
+numbers are bit-identical under every set has no ratio (its smallest distance is printed). A count made otherwise
+than by ``argmax`` (a threshold, ``max``'s indices, ``topk``) is not seen, nor is a float that pandas or NumPy prints at
+its own display precision without a ``round`` first; the trained claims' margins bound what training can move.
 Exits 1 when a ratio is below ``--room`` (default 10).
 """
 
@@ -45,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = str(ROOT / "attn_helpers")
 SPEC = re.compile(r"^[^.]*\.(\d+)([fe%g])$")  # a format spec with a precision: ".3f", ">8.2%", ",.1e"
 REQUIRED_ROOM = 10.0
+ARGMAX = -1  # the "decimals" of an argmax's margin: its distance from another choice is the margin itself
 UNCHECKED = {"nbval-ignore-output", "nbval-skip"}  # tags of cells whose outputs nbval does not compare
 
 
@@ -155,6 +159,18 @@ class Recorder(ast.NodeTransformer):
 
         return round
 
+    def watch_argmax(self, original):  # noqa: ANN001, ANN201
+        def argmax(input, dim=None, keepdim=False):  # noqa: A002, ANN001, ANN202
+            result = original(input, dim=dim, keepdim=keepdim)
+            if (dim is not None and input.is_floating_point() and input.dim() and input.shape[dim] > 1
+                    and (where := _caller(sys._getframe(1)))):
+                top = input.detach().double().topk(2, dim=dim).values  # (..., 2, ...): the largest two along dim
+                for margin in (top.narrow(dim, 0, 1) - top.narrow(dim, 1, 1)).flatten().tolist():
+                    self.add(f"{where}: argmax", margin, ARGMAX)
+            return result
+
+        return argmax
+
     def watch_printing(self, original):  # noqa: ANN001, ANN201
         from torch._tensor_str import PRINT_OPTS
 
@@ -213,6 +229,8 @@ def install(shell, cells: dict[str, str]) -> Recorder:  # noqa: ANN001
     shell.ast_transformers.append(recorder)
     builtins.round = recorder.watch_round(builtins.round)
     torch.round = recorder.watch_torch_round(torch.round)
+    torch.argmax = recorder.watch_argmax(torch.argmax)
+    torch.Tensor.argmax = recorder.watch_argmax(torch.Tensor.argmax)
     formatter = torch._tensor_str._Formatter
     formatter.format = recorder.watch_printing(formatter.format)
     for kind in (pd.DataFrame, pd.Series):
@@ -280,7 +298,7 @@ def rooms(measured: dict[str, list]) -> list[dict]:
             continue
         seen.add(key)
         spread = max(values) - min(values)
-        distance = min(boundary_distance(v, decimals) for v in values)
+        distance = min(v if decimals == ARGMAX else boundary_distance(v, decimals) for v in values)
         numbers.append({"cell": cell, "where": where, "decimals": decimals, "values": values, "spread": spread,
                         "distance": distance, "ratio": math.inf if spread == 0 else distance / spread})
     return numbers
@@ -300,7 +318,8 @@ def report(numbers: list[dict], show: int = 0) -> list[str]:
     if show:
         lines += ["", f"The {show} tightest numbers:"]
         for n in sorted(numbers, key=lambda n: (n["ratio"], n["distance"]))[:show]:
-            lines.append(f"  cell {n['cell']} {n['where']}: {n['values'][0]!r} at {n['decimals']} decimals, "
+            shown = "as a margin" if n["decimals"] == ARGMAX else f"at {n['decimals']} decimals"
+            lines.append(f"  cell {n['cell']} {n['where']}: {n['values'][0]!r} {shown}, "
                          f"spread {n['spread']:.3g}, distance {n['distance']:.3g}, ratio {n['ratio']:.3g}")
     return lines
 
