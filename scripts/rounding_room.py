@@ -15,9 +15,9 @@ sees every number as it is rounded for display in a cell whose outputs nbval com
   and a NumPy array's or a tensor's ``.round(n)`` method called in a code cell: every float element;
 - an f-string's ``{x:.nf}``, ``{x:.n%}``, ``{x:.ne}`` or ``{x:.ng}`` in a code cell;
 - every element of a float tensor printed at ``torch.set_printoptions``'s precision;
-- every choice of ``torch.argmax`` or a tensor's ``.argmax(dim)`` called from a code cell or from ``attn_helpers``
-  (the predictions an accuracy counts, a row's favourite key): its margin, the largest value less the second, is
-  its distance from choosing another.
+- every choice of ``argmax`` or ``argmin`` (``torch.``'s or a tensor's) called from a code cell or from ``attn_helpers``
+  (the predictions an accuracy counts, a row's favourite key): its margin, the largest value less the second (the
+  second smallest less the smallest), is its distance from choosing another.
 
 For each number it takes the spread of its value over the kernel sets and its distance from the nearest rounding
 boundary (the smallest over the sets), and prints, per cell, the smallest ratio distance / spread: how many times
@@ -159,14 +159,19 @@ class Recorder(ast.NodeTransformer):
 
         return round
 
-    def watch_argmax(self, original):  # noqa: ANN001, ANN201
+    def watch_argmax(self, original, name: str = "argmax"):  # noqa: ANN001, ANN201
+        """``original`` (an argmax, or with ``name="argmin"`` an argmin), recording each choice's margin."""
+        sign = -1.0 if name == "argmin" else 1.0
+
         def argmax(input, dim=None, keepdim=False):  # noqa: A002, ANN001, ANN202
             result = original(input, dim=dim, keepdim=keepdim)
-            if (dim is not None and input.is_floating_point() and input.dim() and input.shape[dim] > 1
-                    and (where := _caller(sys._getframe(1)))):
-                top = input.detach().double().topk(2, dim=dim).values  # (..., 2, ...): the largest two along dim
-                for margin in (top.narrow(dim, 0, 1) - top.narrow(dim, 1, 1)).flatten().tolist():
-                    self.add(f"{where}: argmax", margin, ARGMAX)
+            if input.is_floating_point() and (where := _caller(sys._getframe(1))):
+                values = sign * input.detach().double()
+                values, along = (values.flatten(), 0) if dim is None else (values, dim)
+                if values.dim() and values.shape[along] > 1:
+                    top = values.topk(2, dim=along).values  # (..., 2, ...): the two largest along the dimension
+                    for margin in (top.narrow(along, 0, 1) - top.narrow(along, 1, 1)).flatten().tolist():
+                        self.add(f"{where}: {name}", margin, ARGMAX)
             return result
 
         return argmax
@@ -229,8 +234,9 @@ def install(shell, cells: dict[str, str]) -> Recorder:  # noqa: ANN001
     shell.ast_transformers.append(recorder)
     builtins.round = recorder.watch_round(builtins.round)
     torch.round = recorder.watch_torch_round(torch.round)
-    torch.argmax = recorder.watch_argmax(torch.argmax)
-    torch.Tensor.argmax = recorder.watch_argmax(torch.Tensor.argmax)
+    for name in ("argmax", "argmin"):
+        setattr(torch, name, recorder.watch_argmax(getattr(torch, name), name))
+        setattr(torch.Tensor, name, recorder.watch_argmax(getattr(torch.Tensor, name), name))
     formatter = torch._tensor_str._Formatter
     formatter.format = recorder.watch_printing(formatter.format)
     for kind in (pd.DataFrame, pd.Series):

@@ -114,12 +114,13 @@ def test_the_recorder_sees_the_margin_of_every_argmax_and_the_room_is_that_margi
     recorder = rounding_room.Recorder({})
     recorder.cell = "k"
     scores = torch.tensor([[0.1, 0.7, 0.4], [2.0, 1.0, 1.5]])
-    code = "choice = argmax(scores, dim=-1)\nnone = argmax(scores)"  # the second: over everything, no margin per row
+    code = "per_row = argmax(scores, dim=-1)\nof_all = argmax(scores)\nleast = argmin(scores, -1)"
     exec(compile(code, "<ipython-input-1>", "exec"),  # noqa: S102
-         {"argmax": recorder.watch_argmax(torch.Tensor.argmax), "scores": scores})
+         {"argmax": recorder.watch_argmax(torch.Tensor.argmax),
+          "argmin": recorder.watch_argmax(torch.argmin, "argmin"), "scores": scores})
     assert [(where.split(": ", 1)[1], decimals) for _, where, _, decimals in recorder.records] == [
-        ("argmax", rounding_room.ARGMAX)] * 2
-    assert [value for *_, value, _ in recorder.records] == pytest.approx([0.3, 0.5], abs=1e-6)
+        ("argmax", rounding_room.ARGMAX)] * 3 + [("argmin", rounding_room.ARGMAX)] * 2
+    assert [value for *_, value, _ in recorder.records] == pytest.approx([0.3, 0.5, 0.5, 0.3, 0.5], abs=1e-6)
     (choice,) = rounding_room.rooms({"a": [("c1", "x", 1e-6, rounding_room.ARGMAX)],
                                      "b": [("c1", "x", 3e-6, rounding_room.ARGMAX)]})
     assert choice["distance"] == pytest.approx(1e-6) and choice["ratio"] == pytest.approx(0.5)  # could choose another
