@@ -25,6 +25,9 @@ the kernel sets' own disagreement would have to grow before another CPU could pr
 numbers are bit-identical under every set has no ratio (its smallest distance is printed). A count made otherwise
 than by ``argmax`` (a threshold, ``max``'s indices, ``topk``) is not seen, nor is a float that pandas or NumPy prints at
 its own display precision without a ``round`` first; the trained claims' margins bound what training can move.
+A choice's margin is not its count's room: a tie between candidates that count alike (two copies of one word)
+shows as no room, and so does a choice at a position the count leaves out. Where the table says too little,
+measure what decides the count (the right answer's score less the best other one's).
 Exits 1 when a ratio is below ``--room`` (default 10).
 """
 
