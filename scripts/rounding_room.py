@@ -6,18 +6,28 @@
 nbval compares a chapter's outputs to the last printed digit. A number printed at n decimals is the same on every
 CPU when the last bits that CPUs change cannot carry it across a rounding boundary (…5 at the n + 1st decimal).
 This script executes the chapter under each kernel set of scripts/portability.py with a recorder in the kernel that
-sees every number as it is rounded for display:
+sees every number as it is rounded for display in a cell whose outputs nbval compares (not one tagged
+``nbval-ignore-output`` or ``nbval-skip``, whose numbers, timings say, may differ anyway):
 
 - ``round(x, n)`` called from a code cell or from ``attn_helpers`` (glued values, tables, explorers' ``rounded``
   and decimals), and ``torch.round(x, decimals=n)``;
+- a pandas ``DataFrame.round(n)`` or ``Series.round(n)`` called from a code cell or from ``attn_helpers`` (tables),
+  and a NumPy array's or a tensor's ``.round(n)`` method called in a code cell: every float element;
 - an f-string's ``{x:.nf}``, ``{x:.n%}``, ``{x:.ne}`` or ``{x:.ng}`` in a code cell;
-- every element of a float tensor printed at ``torch.set_printoptions``'s precision.
+- every element of a float tensor printed at ``torch.set_printoptions``'s precision;
+- every choice of ``argmax`` or ``argmin`` (``torch.``'s or a tensor's) called from a code cell or from ``attn_helpers``
+  (the predictions an accuracy counts, a row's favourite key): its margin, the largest value less the second (the
+  second smallest less the smallest), is its distance from choosing another.
 
 For each number it takes the spread of its value over the kernel sets and its distance from the nearest rounding
 boundary (the smallest over the sets), and prints, per cell, the smallest ratio distance / spread: how many times
 the kernel sets' own disagreement would have to grow before another CPU could print another digit. A cell whose
-numbers are bit-identical under every set has no ratio (its smallest distance is printed). A count (an accuracy)
-changes by whole predictions, which this script does not see: the trained claims' margins measure those.
+numbers are bit-identical under every set has no ratio (its smallest distance is printed). A count made otherwise
+than by ``argmax`` (a threshold, ``max``'s indices, ``topk``) is not seen, nor is a float that pandas or NumPy prints at
+its own display precision without a ``round`` first; the trained claims' margins bound what training can move.
+A choice's margin is not its count's room: a tie between candidates that count alike (two copies of one word)
+shows as no room, and so does a choice at a position the count leaves out. Where the table says too little,
+measure what decides the count (the right answer's score less the best other one's).
 Exits 1 when a ratio is below ``--room`` (default 10).
 """
 
@@ -32,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import types
 from concurrent.futures import ThreadPoolExecutor
 from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
@@ -40,6 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = str(ROOT / "attn_helpers")
 SPEC = re.compile(r"^[^.]*\.(\d+)([fe%g])$")  # a format spec with a precision: ".3f", ">8.2%", ",.1e"
 REQUIRED_ROOM = 10.0
+ARGMAX = -1  # the "decimals" of an argmax's margin: its distance from another choice is the margin itself
+UNCHECKED = {"nbval-ignore-output", "nbval-skip"}  # tags of cells whose outputs nbval does not compare
 
 
 def decimals_shown(value: float, precision: int, kind: str) -> int:
@@ -95,6 +108,38 @@ class Recorder(ast.NodeTransformer):
             self.add(where, number, decimals_shown(number, int(precision), kind))
         return value
 
+    # a cell's x.round(n): a NumPy array's or a tensor's (pandas' are watched where pandas defines them)
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if self.cell is not None and isinstance(node.func, ast.Attribute) and node.func.attr == "round":
+            where = f"line {node.lineno}"
+            node.func = ast.Call(ast.Attribute(ast.Name("__rounding__", ast.Load()), "method", ast.Load()),
+                                 [node.func.value, ast.Constant(where)], [])
+        return node
+
+    def method(self, owner: object, where: str):  # noqa: ANN201
+        """``owner.round``, recording the float elements of a NumPy array or a tensor it rounds to ``n`` decimals."""
+        if isinstance(owner, types.ModuleType):  # torch.round (watched itself), np.round
+            return owner.round
+
+        def round(*args, **kwargs):  # noqa: A001, ANN002, ANN003, ANN202
+            decimals = args[0] if args else kwargs.get("decimals", 0)
+            if isinstance(decimals, int) and decimals and not type(owner).__module__.startswith("pandas"):
+                for value in _elements(owner):
+                    self.add(f"{where}: .round({decimals})", value, decimals)
+            return owner.round(*args, **kwargs)
+
+        return round
+
+    def watch_pandas_round(self, original):  # noqa: ANN001, ANN201
+        def round(frame, decimals=0, *args, **kwargs):  # noqa: A001, ANN001, ANN002, ANN003, ANN202
+            if isinstance(decimals, int) and decimals and (where := _caller(sys._getframe(1))):
+                for value in _elements(frame):
+                    self.add(f"{where}: {type(frame).__name__}.round({decimals})", value, decimals)
+            return original(frame, decimals, *args, **kwargs)
+
+        return round
+
     # round() and torch.round from the chapter or the package
     def watch_round(self, original):  # noqa: ANN001, ANN201
         def round(number, ndigits=None):  # noqa: A001, ANN001, ANN202
@@ -116,6 +161,23 @@ class Recorder(ast.NodeTransformer):
             return result
 
         return round
+
+    def watch_argmax(self, original, name: str = "argmax"):  # noqa: ANN001, ANN201
+        """``original`` (an argmax, or with ``name="argmin"`` an argmin), recording each choice's margin."""
+        sign = -1.0 if name == "argmin" else 1.0
+
+        def argmax(input, dim=None, keepdim=False):  # noqa: A002, ANN001, ANN202
+            result = original(input, dim=dim, keepdim=keepdim)
+            if input.is_floating_point() and (where := _caller(sys._getframe(1))):
+                values = sign * input.detach().double()
+                values, along = (values.flatten(), 0) if dim is None else (values, dim)
+                if values.dim() and values.shape[along] > 1:
+                    top = values.topk(2, dim=along).values  # (..., 2, ...): the two largest along the dimension
+                    for margin in (top.narrow(along, 0, 1) - top.narrow(along, 1, 1)).flatten().tolist():
+                        self.add(f"{where}: {name}", margin, ARGMAX)
+            return result
+
+        return argmax
 
     def watch_printing(self, original):  # noqa: ANN001, ANN201
         from torch._tensor_str import PRINT_OPTS
@@ -149,8 +211,23 @@ def _as_float(x: object) -> float | None:
     return None
 
 
+def _elements(x: object) -> list[float]:
+    """The float elements of a tensor, a NumPy array, or a pandas Series or DataFrame (its float columns), row by row;
+    nothing for anything else."""
+    if hasattr(x, "is_floating_point") and hasattr(x, "detach"):  # a tensor
+        return x.detach().double().flatten().tolist() if x.is_floating_point() else []
+    if type(x).__name__ == "DataFrame":
+        floats = x.select_dtypes("floating")
+        return [float(v) for v in floats.to_numpy().flatten()] if floats.size else []
+    dtype = getattr(x, "dtype", None)
+    if getattr(dtype, "kind", None) == "f":  # a NumPy array or a pandas Series of floats
+        return [float(v) for v in getattr(x, "to_numpy", lambda: x)().flatten()]
+    return []
+
+
 def install(shell, cells: dict[str, str]) -> Recorder:  # noqa: ANN001
     """Put a recorder in an IPython kernel."""
+    import pandas as pd
     import torch
     import torch._tensor_str
 
@@ -160,8 +237,13 @@ def install(shell, cells: dict[str, str]) -> Recorder:  # noqa: ANN001
     shell.ast_transformers.append(recorder)
     builtins.round = recorder.watch_round(builtins.round)
     torch.round = recorder.watch_torch_round(torch.round)
+    for name in ("argmax", "argmin"):
+        setattr(torch, name, recorder.watch_argmax(getattr(torch, name), name))
+        setattr(torch.Tensor, name, recorder.watch_argmax(getattr(torch.Tensor, name), name))
     formatter = torch._tensor_str._Formatter
     formatter.format = recorder.watch_printing(formatter.format)
+    for kind in (pd.DataFrame, pd.Series):
+        kind.round = recorder.watch_pandas_round(kind.round)
     return recorder
 
 
@@ -175,13 +257,18 @@ def measure_chapter(chapter: Path, out: Path) -> None:
     from nbclient import NotebookClient
 
     nb = nbformat.read(chapter, as_version=4)
-    cells = {"".join(c.source): c.id for c in nb.cells if c.cell_type == "code"}
+    cells = {"".join(c.source): c.id for c in nb.cells if c.cell_type == "code" and not unchecked(c)}
     setup = (f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import rounding_room as _r; "
              f"_recorder = _r.install(get_ipython(), {cells!r})")
     nb.cells = [nbformat.v4.new_code_cell(setup), *nb.cells,
                 nbformat.v4.new_code_cell(f"_r.write_records(_recorder, {str(out)!r})")]
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(chapter.parent)}}).execute()
+
+
+def unchecked(cell) -> bool:  # noqa: ANN001
+    """Does nbval leave this cell's outputs uncompared (tagged ``nbval-ignore-output`` or ``nbval-skip``)?"""
+    return bool(UNCHECKED & set(cell.get("metadata", {}).get("tags", [])))
 
 
 # ------------------------------------------------------------------ across the kernel sets
@@ -220,7 +307,7 @@ def rooms(measured: dict[str, list]) -> list[dict]:
             continue
         seen.add(key)
         spread = max(values) - min(values)
-        distance = min(boundary_distance(v, decimals) for v in values)
+        distance = min(v if decimals == ARGMAX else boundary_distance(v, decimals) for v in values)
         numbers.append({"cell": cell, "where": where, "decimals": decimals, "values": values, "spread": spread,
                         "distance": distance, "ratio": math.inf if spread == 0 else distance / spread})
     return numbers
@@ -240,7 +327,8 @@ def report(numbers: list[dict], show: int = 0) -> list[str]:
     if show:
         lines += ["", f"The {show} tightest numbers:"]
         for n in sorted(numbers, key=lambda n: (n["ratio"], n["distance"]))[:show]:
-            lines.append(f"  cell {n['cell']} {n['where']}: {n['values'][0]!r} at {n['decimals']} decimals, "
+            shown = "as a margin" if n["decimals"] == ARGMAX else f"at {n['decimals']} decimals"
+            lines.append(f"  cell {n['cell']} {n['where']}: {n['values'][0]!r} {shown}, "
                          f"spread {n['spread']:.3g}, distance {n['distance']:.3g}, ratio {n['ratio']:.3g}")
     return lines
 

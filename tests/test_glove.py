@@ -87,6 +87,19 @@ def test_nearest_and_cosine(glove):
         glove.nearest(torch.ones(3))
 
 
+def test_nearest_ranks_every_word_by_its_float64_cosine(glove):
+    """The float32 shortlist loses no word: the answer is the brute-force float64 ranking of the whole vocabulary."""
+    unit = torch.nn.functional.normalize(glove.vectors.double(), dim=1)  # (n, d)
+    queries = ((glove["ship"] + glove["crew"], 8, set()), (glove["river"], 5, set()), ("bank", 6, {"bank"}),
+               ("report", 8, {"report"}))  # float32 rounds the cosine of "report" and "reports" to 0.9087
+    for query, k, skip in queries:
+        vector = glove[query] if isinstance(query, str) else query
+        cosines = unit @ torch.nn.functional.normalize(vector.double(), dim=0)  # (n,)
+        order = [i for i in torch.argsort(cosines, descending=True, stable=True)[:k + 1].tolist()
+                 if glove.itos[i] not in skip][:k]
+        assert glove.nearest(query, k=k) == [(glove.itos[i], round(float(cosines[i]), 4)) for i in order]
+
+
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="Only GloVe '6B', '42B', '840B', 'twitter.27B' exist"):
         ah.GloVe(name="1B")

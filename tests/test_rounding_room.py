@@ -6,6 +6,8 @@ import ast
 import builtins
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 import rounding_room
 import torch
@@ -73,3 +75,52 @@ def test_the_recorder_sees_every_element_of_a_printed_tensor():
         formatter.format = original
     assert "0.4427" in text
     assert [(r[2], r[3]) for r in recorder.records] == [(pytest.approx(0.44268), 4), (pytest.approx(0.50884), 4)]
+
+
+def test_the_recorder_sees_the_round_method_of_arrays_and_tensors_in_a_cell():
+    found = run_recorded("a = x.round(2)\nb = t.round(decimals=1)\nc = n.round()\nd = torch.round(t, decimals=3)\n"
+                         "assert list(a) == [0.38, 1.0] and b.shape == (1,)", x=np.array([0.38499, 1.0]),
+                         t=torch.tensor([0.25]), n=np.array([1.5]), torch=torch)
+    assert found == [(".round(2)", 0.38499, 2), (".round(2)", 1.0, 2), (".round(1)", 0.25, 1)]  # not round(), 0 places
+
+
+def test_the_recorder_sees_pandas_round_from_a_cell_or_the_package_but_not_from_pandas():
+    recorder = rounding_room.Recorder({})
+    recorder.cell = "k"
+    originals = {kind: kind.round for kind in (pd.DataFrame, pd.Series)}
+    try:
+        for kind in originals:
+            kind.round = recorder.watch_pandas_round(originals[kind])
+        frame = pd.DataFrame({"x": [0.38499, 2.0], "name": ["a", "b"]})
+        code = "shown = frame.round(2)\nseries = frame['x'].round(1)"
+        exec(compile(code, "<ipython-input-1>", "exec"), {"frame": frame})  # noqa: S102
+        pd.DataFrame({"x": [0.5]}).round(3)  # called from here, neither a cell nor attn_helpers: not recorded
+    finally:
+        for kind, original in originals.items():
+            kind.round = original
+    assert [(where.split(": ", 1)[1], value, decimals) for _, where, value, decimals in recorder.records] == [
+        ("DataFrame.round(2)", 0.38499, 2), ("DataFrame.round(2)", 2.0, 2),
+        ("Series.round(1)", 0.38499, 1), ("Series.round(1)", 2.0, 1)]
+
+
+def test_cells_whose_outputs_nbval_ignores_are_not_measured():
+    assert rounding_room.unchecked({"metadata": {"tags": ["nbval-ignore-output"]}})
+    assert rounding_room.unchecked({"metadata": {"tags": ["nbval-skip", "solution"]}})
+    assert not rounding_room.unchecked({"metadata": {"tags": ["solution"]}})
+    assert not rounding_room.unchecked({"metadata": {}})
+
+
+def test_the_recorder_sees_the_margin_of_every_argmax_and_the_room_is_that_margin():
+    recorder = rounding_room.Recorder({})
+    recorder.cell = "k"
+    scores = torch.tensor([[0.1, 0.7, 0.4], [2.0, 1.0, 1.5]])
+    code = "per_row = argmax(scores, dim=-1)\nof_all = argmax(scores)\nleast = argmin(scores, -1)"
+    exec(compile(code, "<ipython-input-1>", "exec"),  # noqa: S102
+         {"argmax": recorder.watch_argmax(torch.Tensor.argmax),
+          "argmin": recorder.watch_argmax(torch.argmin, "argmin"), "scores": scores})
+    assert [(where.split(": ", 1)[1], decimals) for _, where, _, decimals in recorder.records] == [
+        ("argmax", rounding_room.ARGMAX)] * 3 + [("argmin", rounding_room.ARGMAX)] * 2
+    assert [value for *_, value, _ in recorder.records] == pytest.approx([0.3, 0.5, 0.5, 0.3, 0.5], abs=1e-6)
+    (choice,) = rounding_room.rooms({"a": [("c1", "x", 1e-6, rounding_room.ARGMAX)],
+                                     "b": [("c1", "x", 3e-6, rounding_room.ARGMAX)]})
+    assert choice["distance"] == pytest.approx(1e-6) and choice["ratio"] == pytest.approx(0.5)  # could choose another

@@ -51,6 +51,10 @@ __all__ = [
     "cosine_similarity",
 ]
 
+# How far below the k-th float32 cosine nearest() still looks: far more than float32's error in a cosine of two
+# unit vectors of d numbers (about d × 6e-8), so the shortlist holds every word the float64 cosines rank first.
+_SLACK = 1e-3
+
 
 class OutOfVocabularyError(KeyError):
     """A word that the loaded GloVe vocabulary does not contain (chapter 3)."""
@@ -165,7 +169,9 @@ class GloVe:
         """The ``k`` words whose vectors have the highest cosine similarity to ``query`` (a word or a ``(dim,)``
         vector).
 
-        A word query leaves itself out of the answer. Returns ``[(word, cosine), …]``, best first.
+        A word query leaves itself out of the answer. Returns ``[(word, cosine), …]``, best first, each cosine to four
+        decimals. Float32 cosines of every word make a shortlist; the shortlist's are computed again in float64, so
+        that the ranking and the decimals are the same on every CPU.
         """
         skip = set(exclude)
         if isinstance(query, str):
@@ -175,11 +181,17 @@ class GloVe:
             raise TypeError(f"query must be a word or a vector of shape ({self.dim},), got {type(query).__name__}.")
         if query.shape != (self.dim,):
             raise ValueError(f"query must be a word or a vector of shape ({self.dim},).")
+        normalize = torch.nn.functional.normalize
         if self._unit is None:
-            self._unit = torch.nn.functional.normalize(self.vectors, dim=1)
-        scores = self._unit @ torch.nn.functional.normalize(query.float(), dim=0)
-        best = torch.topk(scores, k + len(skip)).indices.tolist()
-        return [(self.itos[i], round(float(scores[i]), 4)) for i in best if self.itos[i] not in skip][:k]
+            self._unit = normalize(self.vectors, dim=1)
+        rough = self._unit @ normalize(query.float(), dim=0)  # (n,): float32 cosines, off by about 1e-7
+        bar = torch.topk(rough, k + len(skip)).values[-1] - _SLACK
+        shortlist = torch.nonzero(rough >= bar).flatten()  # (m,): every word that can be among the best
+        exact = normalize(self.vectors[shortlist].double(), dim=1) @ normalize(query.double(), dim=0)  # (m,)
+        ranked = torch.sort(exact, descending=True, stable=True)
+        best = [(self.itos[i], c) for i, c in zip(shortlist[ranked.indices].tolist(), ranked.values.tolist(),
+                                                  strict=True) if self.itos[i] not in skip][:k]
+        return [(word, round(cosine, 4)) for word, cosine in best]
 
 
 def tokenize(sentence: str) -> list[str]:
