@@ -67,12 +67,12 @@ def inside_and_past_function(fn: Callable[[CharLM, torch.Tensor], tuple[float, f
              two_passes),
         ]
         for (name, value, expected, part) in (("inside", answer[0], inside, 0), ("past", answer[1], past, 1)):
-            check_value_quietly(value, expected, f"inside_and_past(model, tokens)[{part}] ({name}), on {given}",
+            _check_value_quietly(value, expected, f"inside_and_past(model, tokens)[{part}] ({name}), on {given}",
                                 {hint: wrong[part] for hint, wrong in mistakes})
     correct("inside_and_past")
 
 
-def check_value_quietly(answer: object, expected: float, name: str, mistakes: dict[str, float]) -> None:
+def _check_value_quietly(answer: object, expected: float, name: str, mistakes: dict[str, float]) -> None:
     """:func:`check_value` without its line of praise: the exercise prints one line for all its values."""
     with contextlib.redirect_stdout(io.StringIO()):
         check_value(answer, expected, name, mistakes, atol=1e-5, rtol=0)
@@ -136,7 +136,7 @@ def loss_without_function(fn: Callable[[CharLM, Corpus, int, int], float], model
                               "Hint: remove the head from a copy (copy.deepcopy), so the model stays whole for the "
                               "next question.")
         expected = val_loss(without_head(model, layer, head), corpus)
-        check_value_quietly(answer, expected, f"loss_without(model, corpus, {given})",  # one line for all heads
+        _check_value_quietly(answer, expected, f"loss_without(model, corpus, {given})",  # one line for all heads
                             _ablation_mistakes(model, corpus, layer, head))
     correct("loss_without")
 
@@ -146,15 +146,19 @@ def loss_without_function(fn: Callable[[CharLM, Corpus, int, int], float], model
 _TEMPERATURES, _N_NEW = (1.0, 0.3, 3.0), 40
 
 
-def _sampler(scale: Callable[[torch.Tensor, float], torch.Tensor], greedy: bool = False, dim: int = -1,
-             position: int = -1):
+def _scaled(logits: torch.Tensor, temperature: float, use: str) -> torch.Tensor:
+    """The logits divided by the temperature, as they should be, or what a mistake does with it instead."""
+    return {"divide": logits / temperature, "multiply": logits * temperature, "ignore": logits}[use]
+
+
+def _sampler(use: str = "divide", greedy: bool = False, dim: int = -1, position: int = -1):
     @torch.no_grad()
     def sample(model: CharLM, prompt: torch.Tensor, n_new: int, temperature: float,
                generator: torch.Generator) -> torch.Tensor:
         logits, caches = model(prompt)
         tokens = prompt
         for i in range(n_new):
-            p = torch.softmax(scale(logits[:, position], temperature), dim=dim)  # (1, vocab)
+            p = torch.softmax(_scaled(logits[:, position], temperature, use), dim=dim)  # (1, vocab)
             new = p.argmax(-1, keepdim=True) if greedy else torch.multinomial(p, 1, generator=generator)  # (1, 1)
             tokens = torch.cat([tokens, new], dim=1)
             if i + 1 < n_new:
@@ -163,19 +167,19 @@ def _sampler(scale: Callable[[torch.Tensor, float], torch.Tensor], greedy: bool 
     return sample
 
 
-_REFERENCE = _sampler(lambda z, T: z / T)
+_REFERENCE = _sampler()
 _MISTAKES = {
     "the temperature divides the logits (a low temperature sharpens the distribution); multiplying by it does the "
-    "opposite.": _sampler(lambda z, T: z * T),
+    "opposite.": _sampler("multiply"),
     "the temperature is not used: divide the logits by it before the softmax (dividing the probabilities after "
-    "it, which are normalised again, changes nothing).": _sampler(lambda z, T: z),
+    "it, which are normalised again, changes nothing).": _sampler("ignore"),
     "that is greedy decoding: draw the character from the distribution instead of taking its most likely one.":
-        _sampler(lambda z, T: z / T, greedy=True),
+        _sampler(greedy=True),
     "the softmax ran over the wrong dimension: the logits of one position are (1, vocab), and the distribution is "
     "over the characters, the last dimension; over the batch's one row every probability is 1, a uniform draw.":
-        _sampler(lambda z, T: z / T, dim=0),
+        _sampler(dim=0),
     "the first character was drawn from the prompt's FIRST position, whose logits predict the prompt's second "
-    "character: the next character comes from the last position's logits.": _sampler(lambda z, T: z / T, position=0),
+    "character: the next character comes from the last position's logits.": _sampler(position=0),
 }
 
 
