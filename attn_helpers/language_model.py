@@ -55,11 +55,11 @@ class Attention(GroupedQueryAttention):
         v = self.W_v(x).view(b, t_new, g, d_k).transpose(1, 2)  # (b, g, t_new, d_k)
         q, k = rope(q, positions), rope(k, positions)  # chapter 8: rotated by position before caching
         cache = KVCache(k, v) if cache is None else cache.extend(k, v)  # (b, g, t, d_k) each: chapter 9
-        mask = causal_mask(t_new, len(cache))  # (t_new, t): chapter 7, aligned bottom right as in chapter 9
         if tiled:  # chapter 10: each query head meets its group's keys, 16 × 16 scores at a time
             shared_k, shared_v = (c.repeat_interleave(h // g, dim=1) for c in (cache.k, cache.v))  # (b, h, t, d_k)
             heads, weights = flash_forward(q, shared_k, shared_v, causal=True, block_q=16, block_k=16)[0], None
         else:
+            mask = causal_mask(t_new, len(cache))  # (t_new, t): chapter 7, aligned bottom right as in chapter 9
             heads, weights = grouped_query_attention(q, cache.k, cache.v, mask)  # (b, h, t_new, d_k): chapter 9
         return self.W_o(heads.transpose(1, 2).reshape(b, t_new, h * d_k)), cache, weights  # chapter 5
 

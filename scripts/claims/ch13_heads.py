@@ -53,9 +53,9 @@ def _past(seed: int) -> dict[str, object]:
 
 
 CLAIMS = [
-    Claim(13, "previous.loc[2].max() > 0.5", _looks),
+    Claim(13, "previous.loc[2].max() > 0.4", _looks),
     Claim(13, "previous.loc[1].max() < previous.loc[2].max()", _looks),
-    Claim(13, "recent.loc[1].min() > 0.75", _looks),
+    Claim(13, "recent.loc[1].min() > 0.7", _looks),
     Claim(13, "best_induction < 0.05", _looks),
     Claim(13, "second_copy > 0.95 * after_another", _copies),
     Claim(13, "second_copy > 0.95 * first_copy", _copies),
