@@ -20,6 +20,7 @@ target is missed. The test suite's times and the kernel ratios are reported with
    the ratios are reported, with no target.
 7. Each chapter executed alone, top to bottom, in a fresh kernel with no setting (as a learner's
    Jupyter runs it; scripts/chapter_times.py's measure).                       target:  20 s each
+   (chapter 13, which trains a small language model, about a minute: 70 s)
 8. GloVe: loading the shipped subset with `GloVe()`; and for the full 400,000 x 50
    `glove.6B.50d.txt`, its first parse (no cached copy), the load from the cached copy, and the
    line-by-line loader of older tutorials, in the same run.         targets: 1.0 s and 0.3 s
@@ -55,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 GLOVE_TEXT = ROOT / "_build" / "bench" / "glove.6B.50d.txt"
 CHAPTER_SECONDS = 20.0  # a chapter runs top to bottom in seconds, on a 2-core CPU
+LONGER_CHAPTERS = {"13_small_language_model": 70.0}  # it trains a language model: about a minute (issue 51)
 # (b, h, t, d) of the kernel comparison
 SHAPE = (1, 32, 512, 64)
 
@@ -254,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
 
             for chapter in book_toc.chapters():
                 seconds = measure(chapter, execute=True).seconds
+                budget = LONGER_CHAPTERS.get(chapter.stem, CHAPTER_SECONDS)
                 record(f"chapters/{chapter.stem} executed alone", f"{seconds:7.1f} s",
-                       f"target {CHAPTER_SECONDS:.0f} s", seconds <= CHAPTER_SECONDS)
+                       f"target {budget:.0f} s", seconds <= budget)
 
         torch_s, ah_s = import_seconds()
         record("import attn_helpers (fresh interpreter)", f"{ah_s:7.2f} s",
